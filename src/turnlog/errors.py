@@ -1,0 +1,154 @@
+"""The error hierarchy: one root, every error with a human hint."""
+
+from __future__ import annotations
+
+
+class TurnlogError(Exception):
+    """Root of every error turnlog raises; `hint` says what to do about it."""
+
+    hint: str = ""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if hint is not None:
+            self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(TurnlogError, ValueError):
+    """An argument that can never work (a negative seq, an unknown mode)."""
+
+    hint = "check the arguments against the documentation"
+
+
+class FormatError(TurnlogError):
+    """A record that cannot be decoded: bad JSON, a missing field, a wrong type."""
+
+    hint = "run `turnlog verify` on the session to list every problem"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        offset: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = []
+        if line is not None:
+            where.append(f"line {line}")
+        if offset is not None:
+            where.append(f"byte {offset}")
+        if where:
+            message = f"{message} ({', '.join(where)})"
+        super().__init__(message, hint=hint)
+        self.line = line
+        self.offset = offset
+
+
+class UnknownEventTypeError(FormatError):
+    """A record whose type is not in the vocabulary and is not a custom `x_` type."""
+
+    hint = (
+        "the vocabulary is closed; custom event types must start with `x_`, "
+        "or the file was written by a newer turnlog"
+    )
+
+
+class LimitExceededError(FormatError):
+    """A record past a hard limit (line size, nesting), refused rather than guessed at."""
+
+    hint = "split large payloads into smaller events or store them beside the log"
+
+
+class CorruptLogError(FormatError):
+    """Damage before a later valid record: not a crash artifact, so nothing is written."""
+
+    hint = (
+        "the log is damaged in the middle, which a crash cannot cause; keep a copy, "
+        "then `turnlog verify` lists every damaged line"
+    )
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        offset: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        if path is not None:
+            message = f"{path}: {message}"
+        super().__init__(message, line=line, offset=offset, hint=hint)
+        self.path = path
+
+
+class SeqConflictError(TurnlogError):
+    """An append whose expected next seq is not the store's next seq."""
+
+    hint = "another writer appended to this session; reopen it to see the new events"
+
+    def __init__(self, message: str, *, expected: int, actual: int) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
+
+
+class SessionLockedError(TurnlogError):
+    """A second writer on a session that already has a live one."""
+
+    hint = (
+        "another process is writing this session; wait for it to finish, or stop it if it is stuck"
+    )
+
+    def __init__(self, message: str, *, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+class SessionNotFoundError(TurnlogError):
+    """A session id or path that names no session."""
+
+    hint = "list the sessions with `turnlog ls`, or pass create=True to start one"
+
+
+class SessionExistsError(TurnlogError):
+    """Creating a session whose id is already taken."""
+
+    hint = "pick another session id, or open the existing session without create"
+
+
+class InvalidSessionIdError(UsageError):
+    """A session id that could escape the store or is not portable."""
+
+    hint = (
+        "session ids are 1-128 characters of letters, digits, '.', '_' and '-', "
+        "not starting with '.'"
+    )
+
+
+class ForkBoundaryError(UsageError):
+    """A fork point that would cut a turn in half or lies outside the log."""
+
+
+class LogPoisonedError(TurnlogError):
+    """A writer whose fsync failed: nothing after the last good sync can be trusted."""
+
+    hint = (
+        "the disk reported a failed sync, so the kernel may have dropped written data; "
+        "close this handle and reopen the session, which checks and repairs the tail"
+    )
+
+
+class StoreIOError(TurnlogError):
+    """An operating-system error from a store, translated with its errno."""
+
+    hint = "check free disk space and permissions on the store's directory"
+
+    def __init__(self, message: str, *, errno: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.errno = errno

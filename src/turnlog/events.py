@@ -1,0 +1,391 @@
+"""The event vocabulary (format 1): typed payloads, the envelope, and their JSON codec."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final, TypeAlias, cast
+
+import msgspec
+
+from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeError
+
+FORMAT_VERSION: Final = 1
+
+# A record larger than this is refused on write and on read. Tool outputs
+# past a few MiB belong beside the log, and a bound keeps a reader's memory
+# bounded when a file is garbage.
+MAX_RECORD_BYTES: Final = 16 * 1024 * 1024
+
+#: Message content: a string (one text part) or a list of provider-neutral
+#: parts such as {"type": "text", "text": ...} or opaque reasoning, kept verbatim.
+Content: TypeAlias = str | list[dict[str, Any]]
+
+
+class Origin(enum.StrEnum):
+    """Who wrote an event that the agent did not: nothing synthetic is unmarked."""
+
+    RECOVERY = "recovery"
+    REVIVAL = "revival"
+    IMPORT = "import"
+    # Written by the writer itself while unwinding an exception in a live run.
+    UNWIND = "unwind"
+    # In-memory patches of a transcript; never written to a log.
+    PATCH = "patch"
+
+
+class Risk(enum.StrEnum):
+    """What a synthetic tool result knows about whether the call ran."""
+
+    NOT_STARTED = "tool_not_started"
+    OUTCOME_UNKNOWN = "tool_outcome_unknown"
+
+
+class TurnEndReason(enum.StrEnum):
+    COMPLETE = "complete"
+    REJECTED = "rejected"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    # Written only by recovery.
+    INTERRUPTED = "interrupted"
+
+
+class Idempotency(enum.StrEnum):
+    READ_ONLY = "read_only"
+    IDEMPOTENT = "idempotent"
+    DESTRUCTIVE = "destructive"
+    UNKNOWN = "unknown"
+
+
+class _Data(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Base of every event payload; `TYPE` is the event's type name on disk."""
+
+    TYPE: ClassVar[str] = ""
+
+
+# -- nested records ---------------------------------------------------------
+
+
+class Agent(msgspec.Struct, kw_only=True, omit_defaults=True):
+    id: str | None = None
+    type: str | None = None
+    label: str | None = None
+
+
+class Parent(msgspec.Struct, kw_only=True, omit_defaults=True):
+    session_id: str
+    seed_length: int
+
+
+class SpawnedBy(msgspec.Struct, kw_only=True, omit_defaults=True):
+    session_id: str
+    call_id: str | None = None
+    agent_id: str | None = None
+
+
+class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One call an assistant message asks for. `extra` keeps provider-only opaque
+    fields (a Gemini thought signature, say) verbatim."""
+
+    id: str
+    name: str
+    arguments: Any = msgspec.field(default_factory=dict)
+    extra: dict[str, Any] | None = None
+
+
+# -- payloads ---------------------------------------------------------------
+
+
+class Session(_Data):
+    TYPE = "session"
+    session_id: str
+    format: int = FORMAT_VERSION
+    created_at: str | None = None
+    agent: Agent | None = None
+    parent: Parent | None = None
+    spawned_by: SpawnedBy | None = None
+    meta: dict[str, Any] | None = None
+
+
+class SystemMessage(_Data):
+    TYPE = "system_message"
+    content: Content = ""
+
+
+class UserMessage(_Data):
+    TYPE = "user_message"
+    content: Content = ""
+    injected: str | None = None
+
+
+class AssistantMessage(_Data):
+    TYPE = "assistant_message"
+    content: Content = ""
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+
+
+class ToolResult(_Data):
+    TYPE = "tool_result"
+    call_id: str
+    name: str | None = None
+    content: Content = ""
+    is_error: bool = False
+    risk: str | None = None
+    rule: str | None = None
+
+
+class TurnStart(_Data):
+    TYPE = "turn_start"
+    turn: int | None = None
+    # Revivals so far, stamped by the writer so a tail reader need not scan
+    # the whole log for `run_revived` events. Optional: hand-made logs omit it.
+    revivals: int | None = None
+
+
+class TurnEnd(_Data):
+    TYPE = "turn_end"
+    reason: str = TurnEndReason.COMPLETE
+    turn: int | None = None
+    steps: int | None = None
+
+
+class StepStart(_Data):
+    TYPE = "step_start"
+    turn: int | None = None
+    step: int | None = None
+
+
+class StepEnd(_Data):
+    TYPE = "step_end"
+    turn: int | None = None
+    step: int | None = None
+    outcome: str | None = None
+
+
+class ToolDispatch(_Data):
+    TYPE = "tool_dispatch"
+    call_id: str
+    name: str | None = None
+    idempotency: str | None = None
+    join: str | None = None
+
+
+class Compaction(_Data):
+    TYPE = "compaction"
+    through_seq: int
+    summary: Content = ""
+
+
+class RunRevived(_Data):
+    TYPE = "run_revived"
+    revival: int
+    agent_id: str | None = None
+
+
+class SubagentSpawned(_Data):
+    TYPE = "subagent_spawned"
+    agent_id: str
+    agent_type: str | None = None
+    label: str | None = None
+    call_id: str | None = None
+    child: str | None = None
+
+
+class SubagentSettled(_Data):
+    TYPE = "subagent_settled"
+    agent_id: str
+    call_id: str | None = None
+    child: str | None = None
+    outcome: str | None = None
+    result: Any = None
+
+
+class Custom(_Data):
+    """An `x_*` event: kept and round-tripped, skipped by the fold."""
+
+    TYPE = "x_"
+    type: str
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+EventData: TypeAlias = (
+    Session
+    | SystemMessage
+    | UserMessage
+    | AssistantMessage
+    | ToolResult
+    | TurnStart
+    | TurnEnd
+    | StepStart
+    | StepEnd
+    | ToolDispatch
+    | Compaction
+    | RunRevived
+    | SubagentSpawned
+    | SubagentSettled
+    | Custom
+)
+
+#: The closed vocabulary: type name -> payload struct. A literal whitelist, so
+#: nothing in a file can name a class or module to load.
+VOCABULARY: Final[Mapping[str, type[_Data]]] = {
+    cls.TYPE: cls
+    for cls in (
+        Session,
+        SystemMessage,
+        UserMessage,
+        AssistantMessage,
+        ToolResult,
+        TurnStart,
+        TurnEnd,
+        StepStart,
+        StepEnd,
+        ToolDispatch,
+        Compaction,
+        RunRevived,
+        SubagentSpawned,
+        SubagentSettled,
+    )
+}
+
+SURFACE_TYPES: Final = frozenset(
+    {"system_message", "user_message", "assistant_message", "tool_result", "compaction"}
+)
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True):
+    """One record of a session: its position, payload, time and who wrote it."""
+
+    seq: int
+    data: EventData
+    ts: str | None = None
+    origin: str | None = None
+
+    @property
+    def type(self) -> str:
+        data = self.data
+        return data.type if isinstance(data, Custom) else data.TYPE
+
+
+# -- codec ------------------------------------------------------------------
+
+
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
+    # Unknown members are refused so that damage to a member name (a bit flip
+    # in "crc", say) is reported instead of read as a record without a checksum.
+    seq: int
+    type: str
+    data: msgspec.Raw = msgspec.Raw(b"{}")
+    ts: str | None = None
+    origin: str | None = None
+    crc: str | None = None
+
+
+_envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
+_data_decoders: Final = {name: msgspec.json.Decoder(cls) for name, cls in VOCABULARY.items()}
+_custom_decoder: Final = msgspec.json.Decoder(dict[str, Any])
+_encoder: Final = msgspec.json.Encoder()
+
+
+def encode_data(data: EventData) -> bytes:
+    """The JSON of a payload alone (custom events encode their fields)."""
+    if isinstance(data, Custom):
+        return _encoder.encode(data.fields)
+    return _encoder.encode(data)
+
+
+def encode_event(event: Event) -> bytes:
+    """One event as a compact JSON object, members in format order, no newline.
+
+    Built by hand so that `seq` and `type` lead every line (greppable, and a
+    reader can see a record's type without parsing it) and so the checksum
+    can be appended after the last member by the store.
+    """
+    try:
+        parts = [
+            b'{"seq":',
+            str(event.seq).encode(),
+            b',"type":',
+            _encoder.encode(event.type),
+        ]
+        if event.ts is not None:
+            parts += [b',"ts":', _encoder.encode(event.ts)]
+        parts += [b',"data":', encode_data(event.data)]
+        if event.origin is not None:
+            parts += [b',"origin":', _encoder.encode(event.origin)]
+        parts.append(b"}")
+    except UnicodeEncodeError as exc:
+        raise FormatError(
+            f"event {event.seq} holds text that is not valid Unicode: {exc.reason}",
+            hint="lone surrogates cannot be stored; decode tool output with errors='replace'",
+        ) from exc
+    except RecursionError as exc:
+        raise LimitExceededError(f"event {event.seq} is nested too deeply to store") from exc
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise FormatError(
+            f"event {event.seq} holds a value JSON cannot represent: {exc}",
+            hint="event payloads must be JSON data: str, int, float, bool, None, list, dict",
+        ) from exc
+    record = b"".join(parts)
+    if len(record) > MAX_RECORD_BYTES:
+        raise LimitExceededError(
+            f"event {event.seq} is {len(record)} bytes, over the {MAX_RECORD_BYTES}-byte limit"
+        )
+    return record
+
+
+def decode_data(type_name: str, raw: bytes | msgspec.Raw, *, line: int | None = None) -> EventData:
+    """Decode a payload of a known type name; `x_*` types become `Custom`."""
+    decoder = _data_decoders.get(type_name)
+    try:
+        if decoder is not None:
+            return cast(EventData, decoder.decode(raw))
+        if type_name.startswith("x_"):
+            return Custom(type=type_name, fields=_custom_decoder.decode(raw))
+    except msgspec.DecodeError as exc:
+        raise FormatError(f"bad {type_name!r} payload: {exc}", line=line) from exc
+    except RecursionError as exc:
+        raise LimitExceededError(f"{type_name!r} payload nested too deeply", line=line) from exc
+    raise UnknownEventTypeError(f"unknown event type {type_name!r}", line=line)
+
+
+def decode_event(record: bytes | str, *, line: int | None = None) -> Event:
+    """Decode one record (a JSON object, with or without a trailing `crc` member)."""
+    if len(record) > MAX_RECORD_BYTES:
+        raise LimitExceededError(
+            f"record is {len(record)} bytes, over the {MAX_RECORD_BYTES}-byte limit", line=line
+        )
+    try:
+        envelope = _envelope_decoder.decode(record)
+    except msgspec.DecodeError as exc:
+        raise FormatError(f"not a turnlog record: {exc}", line=line) from exc
+    except RecursionError as exc:
+        raise LimitExceededError("record nested too deeply", line=line) from exc
+    if envelope.seq < 0:
+        raise FormatError(f"negative seq {envelope.seq}", line=line)
+    return Event(
+        seq=envelope.seq,
+        data=decode_data(envelope.type, envelope.data, line=line),
+        ts=envelope.ts,
+        origin=envelope.origin,
+    )
+
+
+def to_builtins(event: Event) -> dict[str, Any]:
+    """The event as plain JSON-ready Python values, in format order."""
+    out: dict[str, Any] = {"seq": event.seq, "type": event.type}
+    if event.ts is not None:
+        out["ts"] = event.ts
+    data = event.data
+    out["data"] = dict(data.fields) if isinstance(data, Custom) else msgspec.to_builtins(data)
+    if event.origin is not None:
+        out["origin"] = event.origin
+    return out
+
+
+def content_text(content: Content) -> str:
+    """The plain text of a content value, for display and search."""
+    if isinstance(content, str):
+        return content
+    texts = [part.get("text", "") for part in content if isinstance(part.get("text"), str)]
+    return "\n".join(texts)

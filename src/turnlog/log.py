@@ -1,0 +1,411 @@
+"""The writer handle: append events in the right order, durably, with the fold current."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, Final, Literal
+
+from turnlog import events as ev
+from turnlog.damage import TornTail
+from turnlog.errors import SessionNotFoundError, TurnlogError, UsageError
+from turnlog.events import Content, Event, EventData, Origin, ToolCall, TurnEndReason
+from turnlog.fold import Fold, Message, SessionState
+from turnlog.recovery import Plan, plan_state, unwind_events
+from turnlog.stores import open_store
+from turnlog.stores.base import Store, StoreWriter
+
+Durability = Literal["always", "barrier", "none"]
+DURABILITY_MODES: Final = ("always", "barrier", "none")
+
+# In `barrier` mode these are made durable before `append` returns: the header
+# (the session exists), a dispatch (write-ahead: the tool runs after it), and
+# a turn end (the answer the user saw is on disk).
+_BARRIER_TYPES: Final = (ev.Session, ev.ToolDispatch, ev.TurnEnd)
+
+_CANCEL_EXCEPTIONS: Final = (KeyboardInterrupt, asyncio.CancelledError, GeneratorExit)
+
+
+def utc_now() -> str:
+    """An ISO 8601 UTC timestamp with microseconds, the format's `ts`."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _describe_exception(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Dispatch:
+    """A tool call whose dispatch is durable; record its outcome with `result`."""
+
+    def __init__(self, log: Log, call: ToolCall) -> None:
+        self._log = log
+        self.call = call
+        self.answered = False
+
+    def result(self, content: Content, *, is_error: bool = False) -> Event:
+        if self.answered:
+            raise UsageError(f"call {self.call.id!r} already has a result")
+        event = self._log.append(
+            ev.ToolResult(
+                call_id=self.call.id, name=self.call.name, content=content, is_error=is_error
+            )
+        )
+        self.answered = True
+        return event
+
+
+class Turn:
+    """An open turn. Set `reason` before the block ends to end it otherwise than
+    `complete` (for example `rejected`)."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.steps = 0
+        self.reason: str = TurnEndReason.COMPLETE.value
+
+
+class Log:
+    """One session opened for writing: holds the store's exclusive lock.
+
+    Appends are contiguous, durable per the `durability` mode, and folded as
+    they go, so `state` and `messages` are always current.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        writer: StoreWriter,
+        events: Sequence[Event],
+        *,
+        durability: Durability = "barrier",
+    ) -> None:
+        if durability not in DURABILITY_MODES:
+            raise UsageError(
+                f"durability must be one of {', '.join(DURABILITY_MODES)}, not {durability!r}"
+            )
+        self.store = store
+        self._writer: StoreWriter | None = writer
+        self._durability = durability
+        self._fold = Fold(events)
+        state = self._fold.state
+        if state.session is None:
+            raise TurnlogError(
+                "the session has no header event", hint="the log is not a turnlog session"
+            )
+        self.session_id: str = state.session.session_id
+        self._turn: Turn | None = None
+        self._step_open = False
+
+    # -- reading ---------------------------------------------------------------
+
+    @property
+    def state(self) -> SessionState:
+        return self._fold.state
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return self._fold.state.messages
+
+    @property
+    def next_seq(self) -> int:
+        return self._fold.next_seq
+
+    @property
+    def durability(self) -> Durability:
+        return self._durability
+
+    @property
+    def torn_tail(self) -> TornTail | None:
+        """The torn tail moved aside when this session was opened, if there was one."""
+        return self._writer.torn_tail if self._writer is not None else None
+
+    # -- writing ---------------------------------------------------------------
+
+    def _require_writer(self) -> StoreWriter:
+        if self._writer is None:
+            raise UsageError("the log is closed", hint="open the session again to write to it")
+        return self._writer
+
+    def append_many(
+        self, items: Sequence[EventData], *, origin: str | None = None, sync: bool | None = None
+    ) -> list[Event]:
+        """Append payloads as one batch (one write, at most one sync)."""
+        writer = self._require_writer()
+        ts = utc_now()
+        first = self._fold.next_seq
+        batch = [
+            Event(seq=first + offset, data=data, ts=ts, origin=origin)
+            for offset, data in enumerate(items)
+        ]
+        self._write(writer, batch, sync)
+        return batch
+
+    def append(
+        self, data: EventData, *, origin: str | None = None, sync: bool | None = None
+    ) -> Event:
+        """Append one payload; returns the stored event. `sync` overrides the mode."""
+        writer = self._require_writer()
+        event = Event(seq=self._fold.next_seq, data=data, ts=utc_now(), origin=origin)
+        self._write(writer, [event], sync)
+        return event
+
+    def _write(self, writer: StoreWriter, batch: list[Event], sync: bool | None) -> None:
+        if not batch:
+            return
+        if sync is None:
+            if self._durability == "always":
+                sync = True
+            elif self._durability == "barrier":
+                sync = any(isinstance(e.data, _BARRIER_TYPES) for e in batch)
+            else:
+                sync = False
+        writer.append(batch, expected_seq=batch[0].seq, sync=sync)
+        for event in batch:
+            self._fold.apply(event)
+
+    def system(self, content: Content) -> Event:
+        return self.append(ev.SystemMessage(content=content))
+
+    def user(self, content: Content, *, injected: str | None = None) -> Event:
+        return self.append(ev.UserMessage(content=content, injected=injected))
+
+    def assistant(self, content: Content = "", tool_calls: Sequence[ToolCall] = ()) -> Event:
+        return self.append(ev.AssistantMessage(content=content, tool_calls=list(tool_calls)))
+
+    # -- structure ---------------------------------------------------------------
+
+    @contextmanager
+    def turn(self) -> Iterator[Turn]:
+        """`turn_start` now, `turn_end` when the block ends.
+
+        If the block raises, every call the turn still owes is answered (a
+        dispatched one as outcome unknown, an undispatched one as not started),
+        an open step is closed, and the turn ends `error` (or `cancelled` for
+        a cancellation); the exception then propagates.
+        """
+        if self._fold.turn_open:
+            raise UsageError(
+                "a turn is already open; turns never nest",
+                hint="end the open turn first, or recover the session if it crashed",
+            )
+        state = self._fold.state
+        number = (state.last_turn or state.turns) + 1
+        self.append(ev.TurnStart(turn=number, revivals=state.revivals))
+        turn = Turn(number)
+        self._turn = turn
+        try:
+            yield turn
+        except BaseException as exc:
+            reason = (
+                TurnEndReason.CANCELLED
+                if isinstance(exc, _CANCEL_EXCEPTIONS)
+                else TurnEndReason.ERROR
+            )
+            self._unwind(exc, reason=reason.value)
+            raise
+        else:
+            if self._fold.state.owed_calls:
+                owed = ", ".join(call.call_id for call in self._fold.state.owed_calls)
+                error = UsageError(
+                    f"turn {number} ended with calls still unanswered: {owed}",
+                    hint="record a result for every call the turn requested",
+                )
+                self._unwind(error, reason=TurnEndReason.ERROR.value)
+                raise error
+            if self._fold.step_open:
+                self.append(ev.StepEnd(turn=number, step=turn.steps, outcome="ok"))
+            self.append(ev.TurnEnd(reason=turn.reason, turn=number, steps=turn.steps))
+        finally:
+            self._turn = None
+
+    @contextmanager
+    def step(self) -> Iterator[int]:
+        """`step_start` now, `step_end` when the block ends (outcome `error` if it raised)."""
+        turn = self._turn
+        if turn is None or not self._fold.turn_open:
+            raise UsageError("a step must be inside a turn", hint="use `with log.turn():` first")
+        if self._fold.step_open:
+            raise UsageError("a step is already open; steps never nest")
+        turn.steps += 1
+        self.append(ev.StepStart(turn=turn.number, step=turn.steps))
+        try:
+            yield turn.steps
+        except BaseException as exc:
+            self._unwind(exc, reason=None)
+            raise
+        else:
+            self.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+
+    @contextmanager
+    def dispatch(
+        self,
+        call: ToolCall,
+        *,
+        idempotency: str | None = None,
+        join: str | None = None,
+    ) -> Iterator[Dispatch]:
+        """Write `tool_dispatch` (durable unless durability is `none`), then run the block.
+
+        Run the tool inside the block and record its output with
+        `handle.result(...)`. If the block raises or ends without a result,
+        the call is answered as outcome unknown, since it may have run.
+        """
+        if not self._fold.turn_open:
+            raise UsageError(
+                "a dispatch must be inside a turn", hint="use `with log.turn():` first"
+            )
+        if call.id in self._fold.state.answered:
+            raise UsageError(
+                f"call {call.id!r} already has a result; tool calls are never replayed"
+            )
+        self.append(
+            ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
+        )
+        handle = Dispatch(self, call)
+        try:
+            yield handle
+        except BaseException as exc:
+            if not handle.answered:
+                self._unwind_call(call, _describe_exception(exc))
+            raise
+        else:
+            if not handle.answered:
+                self._unwind_call(call, "the tool block ended without recording a result")
+
+    def _unwind_call(self, call: ToolCall, error: str) -> None:
+        text = (
+            f"[turnlog] Tool call `{call.name}` ({call.id}) was running when the agent "
+            f"stopped it ({error}). It may have taken effect, fully or in part. Check the "
+            "state it was changing before running it again; do not retry it blindly."
+        )
+        self.append(
+            ev.ToolResult(
+                call_id=call.id,
+                name=call.name,
+                content=text,
+                is_error=True,
+                risk=ev.Risk.OUTCOME_UNKNOWN.value,
+                rule="U1",
+            ),
+            origin=Origin.UNWIND.value,
+        )
+
+    def _unwind(self, exc: BaseException, *, reason: str | None) -> None:
+        if self._writer is None:
+            return
+        repairs = unwind_events(self._fold.state, reason=reason, error=_describe_exception(exc))
+        if not repairs:
+            return
+        try:
+            self._write(self._writer, repairs, None)
+        except TurnlogError as write_error:
+            # The original exception is what the caller must see; the log is
+            # left open and a later recovery closes it.
+            exc.add_note(f"turnlog could not close the turn: {write_error}")
+
+    # -- recovery ------------------------------------------------------------------
+
+    def plan(self) -> Plan:
+        """The repairs recovery would append now (see `turnlog.plan`)."""
+        return plan_state(self._fold.state)
+
+    def recover(self) -> Plan:
+        """Append the repair plan, synced; returns it (empty if nothing was owed)."""
+        repairs = self.plan()
+        if repairs.events:
+            self._write(self._require_writer(), list(repairs.events), True)
+        return repairs
+
+    # -- life ----------------------------------------------------------------------
+
+    def sync(self) -> None:
+        self._require_writer().sync()
+
+    def close(self) -> None:
+        """Sync what is not yet durable and release the lock. Idempotent."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        writer.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._writer is None
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<turnlog.Log {self.session_id!r} seq={self.next_seq} on {self.store.url}>"
+
+
+def open(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None = None,
+    *,
+    create: bool | None = None,
+    durability: Durability = "barrier",
+    agent: ev.Agent | None = None,
+    parent: ev.Parent | None = None,
+    spawned_by: ev.SpawnedBy | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Log:
+    """Open a session for writing, creating it if needed.
+
+    `target` is a `.jsonl` file, a store directory or URL, or a `Store`.
+    `create=None` creates the session when it does not exist, `True` requires
+    that it does not, `False` requires that it does. A new session without an
+    id gets a random one.
+    """
+    store, session_id = open_store(target, session_id)
+    if durability not in DURABILITY_MODES:
+        raise UsageError(
+            f"durability must be one of {', '.join(DURABILITY_MODES)}, not {durability!r}"
+        )
+    if session_id is None:
+        if create is False:
+            raise UsageError("opening an existing session needs its session_id")
+        session_id = uuid.uuid4().hex
+    if create is None:
+        create = not store.exists(session_id)
+    if create:
+        header = Event(
+            seq=0,
+            data=ev.Session(
+                session_id=session_id,
+                created_at=utc_now(),
+                agent=agent,
+                parent=parent,
+                spawned_by=spawned_by,
+                meta=meta,
+            ),
+            ts=utc_now(),
+        )
+        writer = store.create(header)
+        return Log(store, writer, [header], durability=durability)
+    if not store.exists(session_id):
+        raise SessionNotFoundError(f"no session {session_id!r} in {store.url}")
+    writer = store.writer(session_id)
+    try:
+        events = writer.loaded_events
+        if events is None:
+            events = store.read(session_id)
+        return Log(store, writer, events, durability=durability)
+    except BaseException:
+        writer.close()
+        raise

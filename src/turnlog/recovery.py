@@ -1,0 +1,265 @@
+"""Crash recovery: the decision table, the repair plan, and the in-memory patch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from turnlog import events as ev
+from turnlog.events import Event, Idempotency, Origin, Risk, TurnEndReason
+from turnlog.fold import CallSighting, Fold, Message, OpenTurn, SessionState
+
+if TYPE_CHECKING:
+    from turnlog.stores.base import Store
+
+
+class Plan(msgspec.Struct, frozen=True, kw_only=True):
+    """The events recovery would append, and what looked wrong on the way."""
+
+    events: tuple[Event, ...]
+    warnings: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.events)
+
+
+def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
+    """The decision table (DESIGN §5): first match wins.
+
+    Keyed on event types only. Saying "did not run" wrongly is how a duplicate
+    charge happens, so every case the log cannot prove lands on
+    `tool_outcome_unknown`.
+    """
+    if call.dispatch is not None:
+        return Risk.OUTCOME_UNKNOWN, "R1"
+    if turn.dispatched_any:
+        # The harness writes dispatches ahead of running tools, and it wrote
+        # some in this turn: a call without one never ran.
+        return Risk.NOT_STARTED, "R2"
+    if call.step_closed:
+        # A closed step had nothing in flight.
+        return Risk.NOT_STARTED, "R3"
+    return Risk.OUTCOME_UNKNOWN, "R4"
+
+
+_NOT_STARTED_TEXT = (
+    "[turnlog] Tool call {what} did not run: the agent process ended before it was "
+    "dispatched, so it had no side effects. Run it again if it is still needed."
+)
+_UNKNOWN_TEXT: dict[str | None, str] = {
+    None: (
+        "[turnlog] The agent process ended while tool call {what} was in flight. It may "
+        "have run, fully or in part, and its result was lost. Check the state it was "
+        "changing before running it again; do not retry it blindly."
+    ),
+    Idempotency.READ_ONLY: (
+        "[turnlog] The agent process ended while tool call {what} was in flight and its "
+        "result was lost. The call only reads, so running it again is safe."
+    ),
+    Idempotency.IDEMPOTENT: (
+        "[turnlog] The agent process ended while tool call {what} was in flight and its "
+        "result was lost. The call is idempotent, so running it again is safe."
+    ),
+    Idempotency.DESTRUCTIVE: (
+        "[turnlog] The agent process ended while tool call {what} was in flight. It may "
+        "have taken effect, fully or in part, and it changes state destructively. "
+        "Verify whether it took effect before doing anything else; never retry it blindly."
+    ),
+}
+_NO_DISPATCH_LOG_TEXT = (
+    "[turnlog] The agent process ended during the step that requested tool call {what}. "
+    "This log records no dispatches for the turn, so whether the call ran is unknown. "
+    "Check the state it was changing before running it again; do not retry it blindly."
+)
+_UNWIND_UNKNOWN_TEXT = (
+    "[turnlog] Tool call {what} was running when the agent raised {error}. It may have "
+    "taken effect, fully or in part. Check the state it was changing before running it "
+    "again; do not retry it blindly."
+)
+_UNWIND_NOT_STARTED_TEXT = (
+    "[turnlog] Tool call {what} did not run: the agent stopped ({error}) before "
+    "dispatching it, so it had no side effects. Run it again if it is still needed."
+)
+
+
+def _describe(call: CallSighting) -> str:
+    return f"`{call.name}` ({call.call_id})" if call.name else f"({call.call_id})"
+
+
+def result_text(call: CallSighting, risk: Risk, rule: str) -> str:
+    """Plain words for what is known about one owed call."""
+    what = _describe(call)
+    if risk is Risk.NOT_STARTED:
+        return _NOT_STARTED_TEXT.format(what=what)
+    if rule == "R4":
+        return _NO_DISPATCH_LOG_TEXT.format(what=what)
+    idempotency = call.dispatch.idempotency if call.dispatch is not None else None
+    template = _UNKNOWN_TEXT.get(idempotency, _UNKNOWN_TEXT[None])
+    return template.format(what=what)
+
+
+def _close_turn(
+    turn: OpenTurn,
+    answered: frozenset[str],
+    *,
+    next_seq: int,
+    ts: str | None,
+    origin: Origin,
+    reason: str | None,
+    error: str | None = None,
+) -> list[Event]:
+    """The events that close one open turn: results, step_end, then turn_end
+    unless `reason` is None (a live step unwinding inside a turn that goes on)."""
+    out: list[Event] = []
+    seq = next_seq
+    for call in turn.calls:
+        if call.call_id in answered:
+            continue
+        if origin is Origin.UNWIND:
+            # Live, the writer knows for sure: a call without a dispatch never ran.
+            if call.dispatch is not None:
+                risk, rule = Risk.OUTCOME_UNKNOWN, "U1"
+                text = _UNWIND_UNKNOWN_TEXT.format(what=_describe(call), error=error)
+            else:
+                risk, rule = Risk.NOT_STARTED, "U2"
+                text = _UNWIND_NOT_STARTED_TEXT.format(what=_describe(call), error=error)
+        else:
+            risk, rule = classify(call, turn)
+            text = result_text(call, risk, rule)
+        data = ev.ToolResult(
+            call_id=call.call_id,
+            name=call.name,
+            content=text,
+            is_error=True,
+            risk=risk.value,
+            rule=rule,
+        )
+        out.append(Event(seq=seq, data=data, ts=ts, origin=origin.value))
+        seq += 1
+    if turn.open_step is not None:
+        step = turn.open_step
+        data_end = ev.StepEnd(turn=step.turn, step=step.step, outcome="error")
+        out.append(Event(seq=seq, data=data_end, ts=ts, origin=origin.value))
+        seq += 1
+    if reason is not None:
+        turn_end = ev.TurnEnd(reason=reason, turn=turn.turn, steps=turn.steps)
+        out.append(Event(seq=seq, data=turn_end, ts=ts, origin=origin.value))
+    return out
+
+
+def plan_state(state: SessionState) -> Plan:
+    """The repair plan for a folded state (see `plan`)."""
+    repairs: list[Event] = []
+    seq = state.next_seq
+    answered = state.answered
+    # Innermost first: each turn_end closes the innermost open turn.
+    for turn in reversed(state.open_turns):
+        closing = _close_turn(
+            turn,
+            answered,
+            next_seq=seq,
+            ts=state.last_ts,
+            origin=Origin.RECOVERY,
+            reason=TurnEndReason.INTERRUPTED.value,
+        )
+        repairs += closing
+        seq += len(closing)
+        answered = answered | {call.call_id for call in turn.calls}
+    return Plan(events=tuple(repairs), warnings=state.warnings)
+
+
+def plan(events: Iterable[Event]) -> Plan:
+    """The events that repair a crashed log, without writing anything.
+
+    Pure and deterministic: the same events give the same repairs, byte for
+    byte; synthetic timestamps are the last real event's.
+    """
+    return plan_state(Fold(events).state)
+
+
+def unwind_events(state: SessionState, *, reason: str | None, error: str) -> list[Event]:
+    """The events a live writer appends when an exception unwinds a step or turn.
+
+    Live, the writer knows what the log alone cannot: a call with no dispatch
+    never ran. `reason=None` closes the owed calls and the open step only.
+    """
+    turn = state.open_turn
+    if turn is None:
+        return []
+    return _close_turn(
+        turn,
+        state.answered,
+        next_seq=state.next_seq,
+        ts=None,
+        origin=Origin.UNWIND,
+        reason=reason,
+        error=error,
+    )
+
+
+def open_turns(events: Iterable[Event]) -> tuple[OpenTurn, ...]:
+    """Turns with a `turn_start` and no `turn_end`, innermost last."""
+    return Fold(events).state.open_turns
+
+
+def interrupted(events: Iterable[Event]) -> bool:
+    """True when the log has an open turn: the signature of a crashed run."""
+    return bool(open_turns(events))
+
+
+def recover(store: Store, session_id: str) -> Plan:
+    """Append the repair plan to a stored session, under the writer lock.
+
+    Returns the plan that was appended (empty when nothing was owed).
+    Idempotent: a recovered session plans nothing.
+    """
+    with store.writer(session_id) as writer:
+        events = store.read(session_id)
+        repairs = plan(events)
+        if repairs.events:
+            writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
+        return repairs
+
+
+_PATCH_TEXT = (
+    "[turnlog] No result was recorded for tool call {what}; whether it ran is unknown. "
+    "Check the state it was changing before running it again."
+)
+
+
+def patch_dangling_tool_calls(messages: Sequence[Message]) -> list[Message]:
+    """Answer every unanswered tool call in a transcript, in memory only.
+
+    Turn-blind and risk-blind: for logs you may not change, right before a
+    provider request. Each patch goes right after its assistant message and
+    the results already there, in call order; nothing is persisted.
+    """
+    answered = {m.call_id for m in messages if m.role == "tool"}
+    out: list[Message] = []
+    pending: list[Message] = []
+    for message in messages:
+        if pending and message.role != "tool":
+            out += pending
+            pending = []
+        out.append(message)
+        if message.role == "assistant":
+            for call in message.tool_calls:
+                if call.id in answered:
+                    continue
+                answered.add(call.id)
+                what = f"`{call.name}` ({call.id})"
+                pending.append(
+                    Message(
+                        role="tool",
+                        content=_PATCH_TEXT.format(what=what),
+                        seq=message.seq,
+                        call_id=call.id,
+                        name=call.name,
+                        is_error=True,
+                        origin=Origin.PATCH.value,
+                    )
+                )
+    out += pending
+    return out

@@ -1,0 +1,140 @@
+"""The store contract every backend implements, and the rules they share."""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Final
+
+from turnlog.damage import TornTail
+from turnlog.errors import InvalidSessionIdError
+from turnlog.events import Event
+from turnlog.tail import Tail, collect_tail
+
+# Portable on every filesystem and safe as a file name: no separators, no
+# leading dot (hidden files, `..`), bounded length.
+_SESSION_ID = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]{0,127}")
+MAX_SESSION_ID_CHARS: Final = 128
+
+
+def validate_session_id(session_id: object) -> str:
+    """Return the id if it is safe to use as a name, else raise with the reason."""
+    if not isinstance(session_id, str):
+        raise InvalidSessionIdError(f"session id must be a string, not {type(session_id).__name__}")
+    if not session_id:
+        raise InvalidSessionIdError("session id is empty")
+    if len(session_id) > MAX_SESSION_ID_CHARS:
+        raise InvalidSessionIdError(
+            f"session id is {len(session_id)} characters, over the {MAX_SESSION_ID_CHARS} limit"
+        )
+    if _SESSION_ID.fullmatch(session_id) is None:
+        raise InvalidSessionIdError(f"session id {session_id!r} is not allowed")
+    return session_id
+
+
+class StoreWriter(abc.ABC):
+    """Exclusive write access to one session; the lock lives as long as this does."""
+
+    @abc.abstractmethod
+    def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
+        """Append events whose first seq must be `expected_seq`, the session's next.
+
+        Raises `SeqConflictError` on a mismatch. With `sync`, returns only once
+        the events are durable.
+        """
+
+    @abc.abstractmethod
+    def sync(self) -> None:
+        """Make every appended event durable."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Sync and release the lock. Idempotent."""
+
+    @property
+    def torn_tail(self) -> TornTail | None:
+        """The torn tail quarantined when this writer opened, if any."""
+        return None
+
+    @property
+    def loaded_events(self) -> list[Event] | None:
+        """The events the writer had to read while opening, so a caller need
+        not read them again; None when it read none."""
+        return None
+
+    def __enter__(self) -> StoreWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Store(abc.ABC):
+    """Sessions by id: create, write under an exclusive lock, read, read the tail."""
+
+    #: How a person would name this store on the command line.
+    url: str = ""
+
+    @abc.abstractmethod
+    def create(self, header: Event) -> StoreWriter:
+        """Create a session from its header (seq 0) and return its locked writer.
+
+        The header is durable when this returns. Raises `SessionExistsError`.
+        """
+
+    @abc.abstractmethod
+    def writer(self, session_id: str) -> StoreWriter:
+        """Take the session's writer lock. Raises `SessionLockedError` when a
+        live writer holds it, `SessionNotFoundError` when there is no session."""
+
+    @abc.abstractmethod
+    def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
+        """Every valid event from `from_seq` on, never modifying anything."""
+
+    @abc.abstractmethod
+    def sessions(self) -> list[str]:
+        """Every session id in the store, sorted."""
+
+    @abc.abstractmethod
+    def exists(self, session_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    def lock_holder(self, session_id: str) -> int | bool | None:
+        """False when no writer holds the session; the holder's pid, or True
+        when one holds it but its pid is unknown."""
+
+    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
+        """Events newest first. Stores override this to read backwards lazily."""
+        yield from reversed(self.read(session_id))
+
+    def read_header(self, session_id: str) -> Event | None:
+        """Event 0. Stores override this to read only the first record."""
+        first = self.read(session_id)[:1]
+        return first[0] if first else None
+
+    def read_tail(self, session_id: str) -> Tail:
+        """The header and just enough of the newest events to decide the state."""
+        events, revivals_before = collect_tail(self.iter_newest_first(session_id))
+        header = self.read_header(session_id) if events and events[0].seq != 0 else None
+        return Tail(header=header, events=tuple(events), revivals_before=revivals_before)
+
+    def close(self) -> None:  # noqa: B027 - optional for stores that hold nothing
+        """Release connections or handles the store holds. Idempotent."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

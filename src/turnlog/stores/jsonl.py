@@ -1,0 +1,629 @@
+"""The JSONL store: one checksummed, append-only, OS-locked file per session."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from collections.abc import Iterator, Sequence
+from typing import BinaryIO, Final
+
+import msgspec
+
+from turnlog import events as ev
+from turnlog.damage import Problem, TornTail
+from turnlog.errors import (
+    CorruptLogError,
+    FormatError,
+    LogPoisonedError,
+    SeqConflictError,
+    SessionExistsError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StoreIOError,
+    TurnlogError,
+    UsageError,
+)
+from turnlog.events import MAX_RECORD_BYTES, Event
+from turnlog.stores.base import Store, StoreWriter, validate_session_id
+from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
+from turnlog.stores.jsonl_record import decode_line, encode_line
+from turnlog.tail import Tail, collect_tail
+
+SUFFIX: Final = ".jsonl"
+# Backward reads go in blocks this size: large enough that a typical open
+# turn is one or two reads, small enough that detection reads almost nothing.
+TAIL_BLOCK_BYTES: Final = 64 * 1024
+# A reader's inspection briefly takes a shared lock; a writer opening at that
+# instant retries this long before it reports the session as locked.
+LOCK_RETRY_S: Final = 0.2
+MAX_SIDECARS: Final = 1000
+
+
+class Scan(msgspec.Struct, kw_only=True):
+    """A full forward read of a session file."""
+
+    events: list[Event]
+    problems: list[Problem]
+    torn: TornTail | None
+    # Damage before a later valid record: a writer refuses the file.
+    corrupt: bool
+    valid_size_bytes: int
+    size_bytes: int
+    lines_without_crc: int
+
+    def first_corruption(self) -> Problem | None:
+        return self.problems[0] if self.corrupt and self.problems else None
+
+
+def scan_lines(lines: Iterator[bytes]) -> Scan:
+    """Classify every line: whole records, then a torn tail or corruption.
+
+    A bad record followed only by bad records is a torn tail (a crash
+    artifact); a bad record followed by a good one is corruption.
+    """
+    events: list[Event] = []
+    problems: list[Problem] = []
+    first_bad_offset: int | None = None
+    corrupt = False
+    without_crc = 0
+    offset = 0
+    valid_size = 0
+    for line_number, raw in enumerate(lines, start=1):
+        size = len(raw)
+        terminated = raw.endswith(b"\n")
+        line = raw[:-1] if terminated else raw
+        try:
+            if not terminated:
+                raise FormatError("unterminated record (no newline)", line=line_number)
+            if size > MAX_RECORD_BYTES + 1:
+                raise FormatError(
+                    f"record of {size} bytes is over the {MAX_RECORD_BYTES}-byte limit",
+                    line=line_number,
+                )
+            if not line.strip(b" \t\r"):
+                # Blank lines are not records; hand-written files have them.
+                if first_bad_offset is None:
+                    valid_size = offset + size
+                offset += size
+                continue
+            event, has_crc = decode_line(line, line_number=line_number)
+            if event.seq != len(events):
+                raise FormatError(
+                    f"seq {event.seq} where {len(events)} was expected", line=line_number
+                )
+            if event.seq == 0 and not isinstance(event.data, ev.Session):
+                raise FormatError(
+                    f"the first record is {event.type!r}, not the 'session' header",
+                    line=line_number,
+                )
+        except FormatError as exc:
+            problems.append(Problem(message=exc.message, line=line_number, offset=offset))
+            if first_bad_offset is None:
+                first_bad_offset = offset
+        else:
+            if first_bad_offset is not None:
+                corrupt = True
+                first_bad_offset = None
+            events.append(event)
+            without_crc += not has_crc
+            valid_size = offset + size
+        offset += size
+    torn = None
+    if first_bad_offset is not None and not corrupt:
+        torn = TornTail(offset=first_bad_offset, size_bytes=offset - first_bad_offset)
+    return Scan(
+        events=events,
+        problems=problems,
+        torn=torn,
+        corrupt=corrupt,
+        valid_size_bytes=valid_size if not corrupt else offset,
+        size_bytes=offset,
+        lines_without_crc=without_crc,
+    )
+
+
+def _lock_pid(fd: int) -> int | None:
+    """The pid holding a flock on the file, from /proc/locks (Linux), else None."""
+    try:
+        st = os.fstat(fd)
+        device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            for entry in locks:
+                fields = entry.split()
+                # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device:
+                    return int(fields[4])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _translate(exc: OSError, action: str, path: str) -> TurnlogError:
+    """The one place OS errors of this store become turnlog errors."""
+    code = exc.errno
+    if code == errno.ENOENT:
+        return SessionNotFoundError(f"{path}: no such session file")
+    if code == errno.ELOOP:
+        return StoreIOError(
+            f"{path} is a symbolic link; turnlog does not follow links in a store",
+            errno=code,
+            hint="replace the link with the session file itself",
+        )
+    if code == errno.ENOSPC:
+        return StoreIOError(
+            f"{action} {path}: no space left on device",
+            errno=code,
+            hint="free disk space; nothing after the last acknowledged append was kept",
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        return StoreIOError(f"{action} {path}: permission denied", errno=code)
+    if code == errno.EISDIR:
+        return StoreIOError(f"{path} is a directory, not a session file", errno=code)
+    return StoreIOError(f"{action} {path}: {exc.strerror or exc}", errno=code)
+
+
+class _JSONLWriter(StoreWriter):
+    """The locked, O_APPEND descriptor of one session file."""
+
+    def __init__(
+        self,
+        store: JSONLStore,
+        fd: int,
+        path: str,
+        *,
+        size_bytes: int,
+        next_seq: int,
+        events: list[Event] | None,
+        torn: TornTail | None,
+    ) -> None:
+        self._store = store
+        self._io = store.io
+        self._fd: int | None = fd
+        self._path = path
+        self._size = size_bytes
+        self._next_seq = next_seq
+        self._loaded = events
+        self._torn = torn
+        self._dirty = False
+        self._poisoned: BaseException | None = None
+
+    @property
+    def torn_tail(self) -> TornTail | None:
+        return self._torn
+
+    @property
+    def loaded_events(self) -> list[Event] | None:
+        events, self._loaded = self._loaded, None
+        return events
+
+    def _require_fd(self) -> int:
+        if self._poisoned is not None:
+            raise LogPoisonedError(f"{self._path}: an earlier sync failed ({self._poisoned})")
+        if self._fd is None:
+            raise UsageError("append on a closed writer")
+        return self._fd
+
+    def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
+        fd = self._require_fd()
+        if expected_seq != self._next_seq:
+            raise SeqConflictError(
+                f"{self._path}: expected next seq {expected_seq}, the file's next seq is "
+                f"{self._next_seq}",
+                expected=expected_seq,
+                actual=self._next_seq,
+            )
+        lines = []
+        for offset, event in enumerate(events):
+            if event.seq != expected_seq + offset:
+                raise UsageError(
+                    f"events must be contiguous: got seq {event.seq}, "
+                    f"expected {expected_seq + offset}"
+                )
+            lines.append(encode_line(event))
+        data = b"".join(lines)
+        try:
+            written = self._io.write(fd, data)
+        except OSError as exc:
+            self._cut_back(fd)
+            raise _translate(exc, "append to", self._path) from exc
+        if written != len(data):
+            self._cut_back(fd)
+            raise StoreIOError(
+                f"append to {self._path}: short write ({written} of {len(data)} bytes)",
+                hint="the disk is likely full; nothing of this append was kept",
+            )
+        self._size += written
+        self._next_seq += len(events)
+        self._dirty = True
+        if sync:
+            self.sync()
+
+    def _cut_back(self, fd: int) -> None:
+        # A failed or short write may have left part of a record; cut the file
+        # back so the next append starts on a record boundary.
+        try:
+            self._io.ftruncate(fd, self._size)
+        except OSError as exc:
+            self._poisoned = exc
+
+    def sync(self) -> None:
+        fd = self._require_fd()
+        if not self._dirty:
+            return
+        try:
+            self._io.fsync(fd)
+        except OSError as exc:
+            # After a failed fsync the kernel may have dropped the dirty pages
+            # and cleared the error; a retry would report success for data
+            # that is gone. So never retry: poison the handle.
+            self._poisoned = exc
+            raise LogPoisonedError(f"{self._path}: fsync failed: {exc.strerror or exc}") from exc
+        self._dirty = False
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if self._dirty and self._poisoned is None:
+                self._fd = fd
+                try:
+                    self.sync()
+                finally:
+                    self._fd = None
+        finally:
+            # Closing the descriptor releases the flock.
+            self._io.close(fd)
+
+
+class JSONLStore(Store):
+    """`<directory>/<session_id>.jsonl`, one file per session."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, io: FileIO = DEFAULT_IO) -> None:
+        self.directory = os.fspath(directory)
+        self.url = self.directory
+        self.io = io
+
+    # -- paths -----------------------------------------------------------------
+
+    def filename(self, session_id: str) -> str:
+        return validate_session_id(session_id) + SUFFIX
+
+    def path(self, session_id: str) -> str:
+        return os.path.join(self.directory, self.filename(session_id))
+
+    def _dir_fd(self, *, create: bool = False) -> int:
+        if create:
+            try:
+                os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            except OSError as exc:
+                raise _translate(exc, "create directory", self.directory) from exc
+        try:
+            return os.open(self.directory, os.O_RDONLY | O_DIRECTORY)
+        except FileNotFoundError:
+            raise SessionNotFoundError(
+                f"no store directory {self.directory}",
+                hint="check the path, or create a session there first",
+            ) from None
+        except OSError as exc:
+            raise _translate(exc, "open directory", self.directory) from exc
+
+    def _open_file(self, session_id: str, flags: int, mode: int = 0o600) -> int:
+        name = self.filename(session_id)
+        dir_fd = self._dir_fd()
+        try:
+            return self.io.open(name, flags | O_NOFOLLOW, mode, dir_fd=dir_fd)
+        except OSError as exc:
+            raise _translate(exc, "open", self.path(session_id)) from exc
+        finally:
+            os.close(dir_fd)
+
+    # -- reading -----------------------------------------------------------------
+
+    def scan(self, session_id: str) -> Scan:
+        """Read and classify the whole file, never modifying it."""
+        fd = self._open_file(session_id, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as f:
+            return self._scan_file(f)
+
+    def _scan_file(self, f: BinaryIO) -> Scan:
+        if os.path.isdir(f"/proc/self/fd/{f.fileno()}"):  # pragma: no cover - defensive
+            raise StoreIOError("a directory is not a session file")
+        return scan_lines(iter(f))
+
+    def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
+        if from_seq < 0:
+            raise UsageError(f"from_seq must be >= 0, not {from_seq}")
+        scan = self.scan(session_id)
+        problem = scan.first_corruption()
+        if problem is not None:
+            raise CorruptLogError(
+                problem.message,
+                path=self.path(session_id),
+                line=problem.line,
+                offset=problem.offset,
+            )
+        return scan.events[from_seq:]
+
+    def read_header(self, session_id: str) -> Event | None:
+        fd = self._open_file(session_id, os.O_RDONLY)
+        try:
+            with os.fdopen(os.dup(fd), "rb") as f:
+                line = f.readline(MAX_RECORD_BYTES + 1)
+            if not line.endswith(b"\n"):
+                return None
+            event, _ = decode_line(line[:-1], line_number=1)
+            return event
+        except FormatError:
+            return None
+        finally:
+            os.close(fd)
+
+    def _lines_newest_first(self, fd: int, counter: list[int]) -> Iterator[tuple[int, bytes]]:
+        """(offset, line) pairs from EOF backwards, each line with its newline
+        if it had one; `counter[0]` accumulates the bytes read."""
+        end = os.fstat(fd).st_size
+        pos = end
+        carry = b""
+        while pos > 0:
+            start = max(0, pos - TAIL_BLOCK_BYTES)
+            block = os.pread(fd, pos - start, start)
+            counter[0] += len(block)
+            buffer = block + carry
+            pos = start
+            # Keep the first (possibly partial) line for the next block.
+            cut = buffer.find(b"\n")
+            if cut < 0 and pos > 0:
+                carry = buffer
+                if len(carry) > MAX_RECORD_BYTES + 1:
+                    yield pos, carry  # too long to be a record; let the caller report it
+                    carry = b""
+                continue
+            if pos == 0:
+                head, rest = b"", buffer
+            else:
+                head, rest = buffer[: cut + 1], buffer[cut + 1 :]
+            lines = rest.split(b"\n")
+            # split leaves "" after a trailing newline; put newlines back.
+            line_offset = pos + len(head)
+            spans = []
+            for piece in lines[:-1]:
+                spans.append((line_offset, piece + b"\n"))
+                line_offset += len(piece) + 1
+            if lines[-1]:
+                spans.append((line_offset, lines[-1]))
+            yield from reversed(spans)
+            carry = head
+
+    def read_tail(self, session_id: str) -> Tail:
+        """The tail that decides the state, read backwards from EOF.
+
+        Reads a few blocks however long the log is: until the last turn
+        boundary, the last message and a revival count are in hand.
+        """
+        fd = self._open_file(session_id, os.O_RDONLY)
+        counter = [0]
+        problems: list[Problem] = []
+        torn_start: int | None = None
+        end = os.fstat(fd).st_size
+
+        def events() -> Iterator[Event]:
+            nonlocal torn_start
+            expected: int | None = None
+            for offset, raw in self._lines_newest_first(fd, counter):
+                terminated = raw.endswith(b"\n")
+                line = raw[:-1] if terminated else raw
+                if terminated and not line.strip(b" \t\r"):
+                    continue
+                try:
+                    if not terminated:
+                        raise FormatError("unterminated record (no newline)")
+                    event, _ = decode_line(line)
+                    if expected is not None and event.seq != expected:
+                        raise FormatError(f"seq {event.seq} where {expected} was expected")
+                except FormatError as exc:
+                    problems.append(Problem(message=exc.message, offset=offset))
+                    if expected is None:
+                        torn_start = offset
+                        continue
+                    raise CorruptLogError(
+                        exc.message, path=self.path(session_id), offset=offset
+                    ) from exc
+                expected = event.seq - 1
+                yield event
+
+        try:
+            collected, revivals_before = collect_tail(events())
+            header = None
+            if collected and collected[0].seq != 0:
+                header = self.read_header(session_id)
+        finally:
+            os.close(fd)
+        torn = None
+        if torn_start is not None:
+            torn = TornTail(offset=torn_start, size_bytes=end - torn_start)
+        return Tail(
+            header=header,
+            events=tuple(collected),
+            revivals_before=revivals_before,
+            bytes_read=counter[0],
+            torn=torn,
+            problems=tuple(reversed(problems)),
+        )
+
+    def sessions(self) -> list[str]:
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise _translate(exc, "list", self.directory) from exc
+        out = []
+        for name in names:
+            if name.endswith(SUFFIX):
+                stem = name[: -len(SUFFIX)]
+                try:
+                    out.append(validate_session_id(stem))
+                except UsageError:
+                    continue
+        return sorted(out)
+
+    def exists(self, session_id: str) -> bool:
+        return os.path.lexists(self.path(session_id))
+
+    def lock_holder(self, session_id: str) -> int | bool | None:
+        fd = self._open_file(session_id, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return _lock_pid(fd) or True
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+    # -- writing -----------------------------------------------------------------
+
+    def _lock(self, fd: int, session_id: str) -> None:
+        deadline = time.monotonic() + LOCK_RETRY_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    pid = _lock_pid(fd)
+                    holder = f"process {pid}" if pid else "another process"
+                    raise SessionLockedError(
+                        f"{self.path(session_id)} is being written by {holder}", pid=pid
+                    ) from None
+                time.sleep(0.005)
+
+    def create(self, header: Event) -> StoreWriter:
+        if header.seq != 0 or not isinstance(header.data, ev.Session):
+            raise UsageError("a session is created from its 'session' header at seq 0")
+        session_id = validate_session_id(header.data.session_id)
+        dir_fd = self._dir_fd(create=True)
+        path = self.path(session_id)
+        try:
+            try:
+                fd = self.io.open(
+                    self.filename(session_id),
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | O_NOFOLLOW,
+                    0o600,
+                    dir_fd=dir_fd,
+                )
+            except FileExistsError:
+                if os.path.islink(path):
+                    raise StoreIOError(
+                        f"{path} is a symbolic link; turnlog does not follow links in a store",
+                        errno=errno.EEXIST,
+                        hint="remove the link; a session file must be a regular file",
+                    ) from None
+                raise SessionExistsError(
+                    f"session {session_id!r} already exists at {path}"
+                ) from None
+            except OSError as exc:
+                raise _translate(exc, "create", path) from exc
+            writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0, events=None, torn=None)
+            try:
+                self._lock(fd, session_id)
+                writer.append([header], expected_seq=0, sync=True)
+                # The file's name is durable only once its directory is synced.
+                self.io.fsync_dir(dir_fd)
+            except OSError as exc:
+                writer.close()
+                raise _translate(exc, "create", path) from exc
+            except BaseException:
+                writer.close()
+                raise
+            return writer
+        finally:
+            os.close(dir_fd)
+
+    def writer(self, session_id: str) -> StoreWriter:
+        path = self.path(session_id)
+        fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
+        try:
+            self._lock(fd, session_id)
+            with os.fdopen(os.dup(fd), "rb") as f:
+                scan = self._scan_file(f)
+            problem = scan.first_corruption()
+            if problem is not None:
+                raise CorruptLogError(
+                    f"damaged record before later valid ones: {problem.message}",
+                    path=path,
+                    line=problem.line,
+                    offset=problem.offset,
+                )
+            torn = scan.torn
+            if torn is not None:
+                torn = self._quarantine(fd, session_id, torn)
+            if not scan.events:
+                raise FormatError(
+                    f"{path} holds no session header",
+                    hint="the session was never fully created; create it again",
+                )
+            return _JSONLWriter(
+                self,
+                fd,
+                path,
+                size_bytes=scan.valid_size_bytes,
+                next_seq=len(scan.events),
+                events=scan.events,
+                torn=torn,
+            )
+        except OSError as exc:
+            os.close(fd)
+            raise _translate(exc, "open", path) from exc
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _quarantine(self, fd: int, session_id: str, torn: TornTail) -> TornTail:
+        """Copy the torn bytes to a sidecar (synced), then cut the file back.
+
+        The copy is durable before the cut, so a crash in between leaves both;
+        a second try writes another sidecar rather than overwrite one.
+        """
+        data = os.pread(fd, torn.size_bytes, torn.offset)
+        dir_fd = self._dir_fd()
+        try:
+            base = f"{self.filename(session_id)}.torn-{torn.offset}"
+            for attempt in range(MAX_SIDECARS):
+                name = base if attempt == 0 else f"{base}.{attempt}"
+                try:
+                    side = self.io.open(
+                        name,
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW,
+                        0o600,
+                        dir_fd=dir_fd,
+                    )
+                except FileExistsError:
+                    continue
+                break
+            else:
+                raise StoreIOError(f"too many torn-tail sidecars for {self.path(session_id)}")
+            try:
+                view = memoryview(data)
+                while view:
+                    written = self.io.write(side, bytes(view))
+                    if written <= 0:
+                        raise OSError(errno.EIO, "short write to the torn-tail sidecar")
+                    view = view[written:]
+                self.io.fsync(side)
+            finally:
+                self.io.close(side)
+            self.io.fsync_dir(dir_fd)
+            self.io.ftruncate(fd, torn.offset)
+            self.io.fsync(fd)
+        finally:
+            os.close(dir_fd)
+        return TornTail(
+            offset=torn.offset,
+            size_bytes=torn.size_bytes,
+            sidecar=os.path.join(self.directory, name),
+        )

@@ -1,0 +1,80 @@
+"""Tail reads: the few newest events that decide whether a run crashed. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from turnlog import events as ev
+from turnlog.damage import Problem, TornTail
+from turnlog.events import Event
+from turnlog.fold import Fold, SessionState
+
+
+class Tail(msgspec.Struct, frozen=True, kw_only=True):
+    """The header, the newest events, and what the skipped middle contributes.
+
+    `events` is contiguous and ends at the last event; `revivals_before`
+    counts the `run_revived` events older than `events[0]`.
+    """
+
+    header: Event | None
+    events: tuple[Event, ...]
+    revivals_before: int
+    bytes_read: int = 0
+    torn: TornTail | None = None
+    problems: tuple[Problem, ...] = ()
+
+    def fold(self) -> SessionState:
+        """The state a full fold would give for the open turn, owed calls,
+        revivals and the last message (the transcript holds only the tail)."""
+        first_seq = self.events[0].seq if self.events else 0
+        folder = Fold()
+        if self.header is not None and first_seq > 0:
+            folder.apply(self.header)
+        folder.resume_at(first_seq, revivals=self.revivals_before)
+        folder.extend(self.events)
+        return folder.state
+
+
+def collect_tail(newest_first: Iterable[Event]) -> tuple[list[Event], int]:
+    """Walk events newest first and stop as soon as the tail decides the state.
+
+    The tail must reach back to the last turn boundary (so an open turn is
+    seen whole), to the last surface message (finished or not), and to a
+    revival anchor: a `run_revived` (which carries its count) or a
+    `turn_start` stamped with `revivals`. Returns the events oldest first and
+    the number of revivals before the first of them.
+    """
+    collected: list[Event] = []
+    boundary = surface = False
+    anchor: int | None = None  # revivals counted up to and including the anchor
+    anchor_index = -1
+    for event in newest_first:
+        collected.append(event)
+        data = event.data
+        if isinstance(data, ev.TurnStart | ev.TurnEnd):
+            boundary = True
+        if data.TYPE in ev.SURFACE_TYPES:
+            surface = True
+        if anchor is None:
+            if isinstance(data, ev.RunRevived):
+                anchor = data.revival
+            elif isinstance(data, ev.TurnStart) and data.revivals is not None:
+                anchor = data.revivals
+            if anchor is not None:
+                anchor_index = len(collected) - 1
+        if boundary and surface and anchor is not None:
+            break
+    collected.reverse()
+    if anchor is None:
+        # Reached the start of the log: nothing older to count.
+        return collected, 0
+    # The fold counts every run_revived it sees again, so subtract those from
+    # the oldest collected event up to and including the anchor.
+    anchor_index = len(collected) - 1 - anchor_index
+    recounted = sum(
+        1 for event in collected[: anchor_index + 1] if isinstance(event.data, ev.RunRevived)
+    )
+    return collected, max(anchor - recounted, 0)

@@ -1,0 +1,61 @@
+"""Terse builders for event sequences in tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from turnlog import events as ev
+from turnlog.events import Event, ToolCall
+
+TS = "2026-11-29T12:00:00.000000Z"
+
+
+def call(call_id: str, name: str = "tool", **arguments: Any) -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments=arguments)
+
+
+def session(session_id: str = "s1") -> ev.Session:
+    return ev.Session(session_id=session_id, created_at=TS)
+
+
+def number(items: list[ev.EventData], *, ts: str | None = TS) -> list[Event]:
+    """Events numbered 0.. from payloads; a missing header is added."""
+    if not items or not isinstance(items[0], ev.Session):
+        items = [session(), *items]
+    return [Event(seq=i, data=data, ts=ts) for i, data in enumerate(items)]
+
+
+def assistant(*calls: ToolCall, content: str = "") -> ev.AssistantMessage:
+    return ev.AssistantMessage(content=content, tool_calls=list(calls))
+
+
+def dispatch(call_id: str, name: str = "tool", idempotency: str | None = None) -> ev.ToolDispatch:
+    return ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency)
+
+
+def result(call_id: str, name: str = "tool", content: str = "ok") -> ev.ToolResult:
+    return ev.ToolResult(call_id=call_id, name=name, content=content)
+
+
+def turn_start(turn: int | None = 1) -> ev.TurnStart:
+    return ev.TurnStart(turn=turn)
+
+
+def turn_end(turn: int | None = 1, steps: int | None = None) -> ev.TurnEnd:
+    return ev.TurnEnd(reason="complete", turn=turn, steps=steps)
+
+
+def step_start(turn: int = 1, step: int = 1) -> ev.StepStart:
+    return ev.StepStart(turn=turn, step=step)
+
+
+def step_end(turn: int = 1, step: int = 1) -> ev.StepEnd:
+    return ev.StepEnd(turn=turn, step=step, outcome="ok")
+
+
+def json_roundtrip(events: list[Event]) -> list[Event]:
+    """Through plain JSON and back: enums become strings, structs dicts."""
+    raw = msgspec.json.encode([ev.to_builtins(e) for e in events])
+    return [ev.decode_event(msgspec.json.encode(obj)) for obj in msgspec.json.decode(raw)]

@@ -1,0 +1,302 @@
+"""The decision table and the repair plan (DESIGN §5), rule by rule."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+import turnlog
+from builders import (
+    assistant,
+    call,
+    dispatch,
+    json_roundtrip,
+    number,
+    result,
+    step_end,
+    step_start,
+    turn_end,
+    turn_start,
+)
+from turnlog import events as ev
+from turnlog.events import Event
+from turnlog.fold import fold
+from turnlog.recovery import interrupted, open_turns, patch_dangling_tool_calls, plan
+
+
+def results_of(p: turnlog.Plan) -> list[ev.ToolResult]:
+    return [e.data for e in p.events if isinstance(e.data, ev.ToolResult)]
+
+
+def risks(p: turnlog.Plan) -> list[tuple[str, str | None, str | None]]:
+    return [(r.call_id, r.risk, r.rule) for r in results_of(p)]
+
+
+def test_r1_dispatched_without_result_is_outcome_unknown() -> None:
+    log = number([turn_start(), step_start(), assistant(call("a")), dispatch("a")])
+    assert risks(plan(log)) == [("a", "tool_outcome_unknown", "R1")]
+
+
+def test_r2_sibling_without_dispatch_did_not_start() -> None:
+    log = number(
+        [turn_start(), step_start(), assistant(call("a"), call("b")), dispatch("a"), result("a")]
+    )
+    assert risks(plan(log)) == [("b", "tool_not_started", "R2")]
+
+
+def test_r1_and_r2_together_in_first_sighting_order() -> None:
+    log = number(
+        [turn_start(), step_start(), assistant(call("a"), call("b"), call("c")), dispatch("b")]
+    )
+    assert risks(plan(log)) == [
+        ("a", "tool_not_started", "R2"),
+        ("b", "tool_outcome_unknown", "R1"),
+        ("c", "tool_not_started", "R2"),
+    ]
+
+
+def test_r3_and_r4_no_dispatches_closed_then_open_step() -> None:
+    log = number(
+        [
+            turn_start(),
+            step_start(1, 1),
+            assistant(call("a")),
+            step_end(1, 1),
+            step_start(1, 2),
+            assistant(call("b")),
+        ]
+    )
+    assert risks(plan(log)) == [
+        ("a", "tool_not_started", "R3"),
+        ("b", "tool_outcome_unknown", "R4"),
+    ]
+
+
+def test_r4_call_outside_any_step_is_pessimistic() -> None:
+    log = number([turn_start(), assistant(call("a"))])
+    assert risks(plan(log)) == [("a", "tool_outcome_unknown", "R4")]
+
+
+def test_repair_order_results_then_step_end_then_turn_end() -> None:
+    log = number([turn_start(7), step_start(7, 1), assistant(call("a"), call("b")), dispatch("a")])
+    repairs = plan(log)
+    assert [e.type for e in repairs.events] == [
+        "tool_result",
+        "tool_result",
+        "step_end",
+        "turn_end",
+    ]
+    assert [e.seq for e in repairs.events] == list(range(len(log), len(log) + 4))
+    assert all(e.origin == "recovery" for e in repairs.events)
+    assert all(e.ts == log[-1].ts for e in repairs.events)
+    end = repairs.events[-1].data
+    assert isinstance(end, ev.TurnEnd)
+    assert (end.reason, end.turn, end.steps) == ("interrupted", 7, 1)
+    step = repairs.events[2].data
+    assert isinstance(step, ev.StepEnd) and (step.turn, step.step) == (7, 1)
+
+
+def test_turn_number_is_never_invented() -> None:
+    log = number([turn_start(None), assistant(call("a"))])
+    end = plan(log).events[-1].data
+    assert isinstance(end, ev.TurnEnd) and end.turn is None
+    assert b'"turn"' not in ev.encode_event(plan(log).events[-1])
+
+
+def test_zero_step_turn_closes_with_zero_steps() -> None:
+    repairs = plan(number([ev.UserMessage(content="hi"), turn_start()]))
+    assert [e.type for e in repairs.events] == ["turn_end"]
+    end = repairs.events[0].data
+    assert isinstance(end, ev.TurnEnd) and end.steps == 0
+
+
+def test_answered_call_is_never_answered_again() -> None:
+    log = number(
+        [turn_start(), step_start(), assistant(call("a"), call("b")), dispatch("a"), result("a")]
+    )
+    assert "a" not in [r.call_id for r in results_of(plan(log))]
+
+
+def test_result_anywhere_counts_as_answered() -> None:
+    # A result earlier in the log (a reused id) still answers the call.
+    log = number([result("a"), turn_start(), assistant(call("a"), call("b")), dispatch("b")])
+    assert [r.call_id for r in results_of(plan(log))] == ["b"]
+
+
+def test_closed_earlier_turn_is_left_alone() -> None:
+    log = number(
+        [
+            turn_start(1),
+            assistant(call("old")),
+            turn_end(1),
+            turn_start(2),
+            step_start(2, 1),
+            assistant(call("new")),
+            dispatch("new"),
+        ]
+    )
+    assert [r.call_id for r in results_of(plan(log))] == ["new"]
+
+
+def test_log_without_turn_events_is_never_interrupted() -> None:
+    log = number([ev.UserMessage(content="hi"), assistant(call("a")), dispatch("a")])
+    assert not interrupted(log)
+    assert open_turns(log) == ()
+    assert plan(log).events == ()
+
+
+def test_finished_log_plans_nothing() -> None:
+    log = number([turn_start(), step_start(), assistant(content="done"), step_end(), turn_end()])
+    assert not plan(log)
+
+
+def test_text_differs_by_class_and_idempotency() -> None:
+    log = number(
+        [
+            turn_start(),
+            step_start(),
+            assistant(call("r", "read"), call("d", "rm"), call("n", "x"), call("i", "put")),
+            dispatch("r", "read", "read_only"),
+            dispatch("d", "rm", "destructive"),
+            dispatch("i", "put", "idempotent"),
+        ]
+    )
+    texts = {r.call_id: ev.content_text(r.content) for r in results_of(plan(log))}
+    assert "did not run" in texts["n"] and "no side effects" in texts["n"]
+    assert "safe" in texts["r"] and "only reads" in texts["r"]
+    assert "idempotent" in texts["i"]
+    assert "never retry it blindly" in texts["d"]
+    assert len(set(texts.values())) == 4
+    assert all(r.is_error for r in results_of(plan(log)))
+
+
+def test_inconsistent_bookkeeping_is_warned_about() -> None:
+    log = number([turn_end(), turn_start(), assistant(call("a"))])
+    repairs = plan(log)
+    assert any("closes no open turn" in w for w in repairs.warnings)
+    assert [r.call_id for r in results_of(repairs)] == ["a"]
+
+
+def test_plan_is_deterministic_byte_for_byte() -> None:
+    log = number([turn_start(), step_start(), assistant(call("a"), call("b")), dispatch("a")])
+    first = b"".join(ev.encode_event(e) for e in plan(log).events)
+    second = b"".join(ev.encode_event(e) for e in plan(list(log)).events)
+    assert first == second
+
+
+def test_json_roundtrip_recovers_identically() -> None:
+    log = number(
+        [
+            turn_start(),
+            step_start(),
+            assistant(call("a"), call("b")),
+            ev.ToolDispatch(call_id="a", name="tool", idempotency=turnlog.Idempotency.DESTRUCTIVE),
+        ]
+    )
+    direct = [ev.encode_event(e) for e in plan(log).events]
+    via_json = [ev.encode_event(e) for e in plan(json_roundtrip(log)).events]
+    assert direct == via_json
+
+
+def test_detection_keys_on_type_not_reason() -> None:
+    # A turn_end with a made-up reason still closes the turn.
+    log = number([turn_start(), assistant(call("a")), ev.TurnEnd(reason="whatever")])
+    assert not interrupted(log)
+
+
+def apply(log: list[Event], repairs: turnlog.Plan) -> list[Event]:
+    return [*log, *repairs.events]
+
+
+def test_append_only_and_idempotent() -> None:
+    log = number([turn_start(), step_start(), assistant(call("a"), call("b")), dispatch("a")])
+    repaired = apply(log, plan(log))
+    assert repaired[: len(log)] == log
+    assert all(e.type != "turn_start" for e in plan(log).events)
+    assert plan(repaired).events == ()
+    assert not interrupted(repaired)
+
+
+def test_recover_through_a_store() -> None:
+    store = turnlog.MemoryStore()
+    log = number([turn_start(), step_start(), assistant(call("a")), dispatch("a")])
+    writer = store.create(log[0])
+    writer.append(log[1:], expected_seq=1, sync=True)
+    writer.close()
+    first = turnlog.recover(store, "s1")
+    assert len(first.events) == 3
+    assert turnlog.recover(store, "s1").events == ()
+    assert store.read("s1")[: len(log)] == log
+
+
+def test_nested_orphan_turns_are_all_closed() -> None:
+    log = number([turn_start(1), assistant(call("a")), turn_start(2), assistant(call("b"))])
+    repairs = plan(log)
+    assert [e.type for e in repairs.events] == [
+        "tool_result",
+        "turn_end",
+        "tool_result",
+        "turn_end",
+    ]
+    assert not interrupted(apply(log, repairs))
+    assert any("still open" in w for w in repairs.warnings)
+
+
+def test_recovery_then_patch_leaves_nothing_to_patch() -> None:
+    log = number([turn_start(), step_start(), assistant(call("a"), call("b")), dispatch("a")])
+    messages = fold(apply(log, plan(log))).messages
+    assert patch_dangling_tool_calls(messages) == list(messages)
+
+
+def test_patch_alone_answers_same_calls_without_risk() -> None:
+    log = number(
+        [ev.UserMessage(content="go"), turn_start(), assistant(call("a"), call("b")), dispatch("a")]
+    )
+    recovered = {r.call_id for r in results_of(plan(log))}
+    patched = patch_dangling_tool_calls(fold(log).messages)
+    synthetic = [m for m in patched if m.role == "tool"]
+    assert {m.call_id for m in synthetic} == recovered
+    assert all(m.risk is None and m.is_error and m.origin == "patch" for m in synthetic)
+    # Right after their assistant message, in call order.
+    roles = [m.role for m in patched]
+    assert roles == ["user", "assistant", "tool", "tool"]
+    assert [m.call_id for m in synthetic] == ["a", "b"]
+
+
+def test_patch_keeps_existing_results_first_and_order_stable() -> None:
+    log = number([assistant(call("a"), call("b")), result("a"), ev.UserMessage(content="next")])
+    patched = patch_dangling_tool_calls(fold(log).messages)
+    assert [(m.role, m.call_id) for m in patched] == [
+        ("assistant", None),
+        ("tool", "a"),
+        ("tool", "b"),
+        ("user", None),
+    ]
+
+
+def test_plan_events_are_valid_structs() -> None:
+    log = number([turn_start(), assistant(call("a"))])
+    for event in plan(log).events:
+        assert ev.decode_event(ev.encode_event(event)) == event
+        msgspec.json.encode(event.data)
+
+
+@pytest.mark.parametrize("cut", range(1, 9))
+def test_every_cut_of_a_turn_recovers(cut: int) -> None:
+    full = number(
+        [
+            turn_start(),
+            step_start(),
+            assistant(call("a"), call("b")),
+            dispatch("a"),
+            result("a"),
+            dispatch("b"),
+            result("b"),
+            step_end(),
+            turn_end(),
+        ]
+    )
+    log = full[:cut]
+    repaired = apply(log, plan(log))
+    assert not interrupted(repaired)
+    assert plan(repaired).events == ()
