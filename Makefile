@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(BIN)/turnlog demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check $(wildcard src tests bench)
+	$(BIN)/ruff format --check $(wildcard src tests bench)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
