@@ -6,7 +6,7 @@ import asyncio
 import datetime as dt
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -101,7 +101,7 @@ class Log:
             )
         self.session_id: str = state.session.session_id
         self._turn: Turn | None = None
-        self._step_open = False
+        self._subscribers: list[Callable[[Sequence[Event], bool], None]] = []
 
     # -- reading ---------------------------------------------------------------
 
@@ -156,19 +156,28 @@ class Log:
         self._write(writer, [event], sync)
         return event
 
+    def _sync_needed(self, batch: Sequence[Event]) -> bool:
+        if self._durability == "always":
+            return True
+        if self._durability == "barrier":
+            return any(isinstance(e.data, _BARRIER_TYPES) for e in batch)
+        return False
+
     def _write(self, writer: StoreWriter, batch: list[Event], sync: bool | None) -> None:
         if not batch:
             return
         if sync is None:
-            if self._durability == "always":
-                sync = True
-            elif self._durability == "barrier":
-                sync = any(isinstance(e.data, _BARRIER_TYPES) for e in batch)
-            else:
-                sync = False
+            sync = self._sync_needed(batch)
         writer.append(batch, expected_seq=batch[0].seq, sync=sync)
         for event in batch:
             self._fold.apply(event)
+        for callback in self._subscribers:
+            callback(batch, sync)
+
+    def subscribe(self, callback: Callable[[Sequence[Event], bool], None]) -> None:
+        """Call `callback(events, durable)` after every acknowledged append,
+        with `durable` true when the events were synced before it returned."""
+        self._subscribers.append(callback)
 
     def system(self, content: Content) -> Event:
         return self.append(ev.SystemMessage(content=content))

@@ -61,21 +61,23 @@ def scan_lines(lines: Iterator[bytes]) -> Scan:
     """Classify every line: whole records, then a torn tail or corruption.
 
     A bad record followed only by bad records is a torn tail (a crash
-    artifact); a bad record followed by a good one is corruption.
+    artifact). A bad record followed by a good one, or a good record out of
+    seq order, is corruption: no crash writes that. `events` is the valid
+    prefix, before the first problem.
     """
     events: list[Event] = []
     problems: list[Problem] = []
     first_bad_offset: int | None = None
     corrupt = False
     without_crc = 0
+    expected_seq = 0
     offset = 0
     valid_size = 0
     for line_number, raw in enumerate(lines, start=1):
         size = len(raw)
-        terminated = raw.endswith(b"\n")
-        line = raw[:-1] if terminated else raw
+        line = raw[:-1] if raw.endswith(b"\n") else raw
         try:
-            if not terminated:
+            if line is raw:
                 raise FormatError("unterminated record (no newline)", line=line_number)
             if size > MAX_RECORD_BYTES + 1:
                 raise FormatError(
@@ -84,31 +86,35 @@ def scan_lines(lines: Iterator[bytes]) -> Scan:
                 )
             if not line.strip(b" \t\r"):
                 # Blank lines are not records; hand-written files have them.
-                if first_bad_offset is None:
+                if first_bad_offset is None and not corrupt:
                     valid_size = offset + size
                 offset += size
                 continue
             event, has_crc = decode_line(line, line_number=line_number)
-            if event.seq != len(events):
-                raise FormatError(
-                    f"seq {event.seq} where {len(events)} was expected", line=line_number
-                )
-            if event.seq == 0 and not isinstance(event.data, ev.Session):
-                raise FormatError(
-                    f"the first record is {event.type!r}, not the 'session' header",
-                    line=line_number,
-                )
         except FormatError as exc:
             problems.append(Problem(message=exc.message, line=line_number, offset=offset))
             if first_bad_offset is None:
                 first_bad_offset = offset
-        else:
-            if first_bad_offset is not None:
-                corrupt = True
-                first_bad_offset = None
+            offset += size
+            continue
+        if first_bad_offset is not None:
+            corrupt = True
+            first_bad_offset = None
+            # The damaged lines held the seqs in between; do not report them twice.
+            expected_seq = event.seq
+        misplaced = None
+        if event.seq != expected_seq:
+            misplaced = f"seq {event.seq} where {expected_seq} was expected"
+        elif event.seq == 0 and not isinstance(event.data, ev.Session):
+            misplaced = f"the first record is {event.type!r}, not the 'session' header"
+        if misplaced is not None:
+            problems.append(Problem(message=misplaced, line=line_number, offset=offset))
+            corrupt = True
+        elif not corrupt:
             events.append(event)
             without_crc += not has_crc
             valid_size = offset + size
+        expected_seq = event.seq + 1
         offset += size
     torn = None
     if first_bad_offset is not None and not corrupt:
@@ -118,7 +124,7 @@ def scan_lines(lines: Iterator[bytes]) -> Scan:
         problems=problems,
         torn=torn,
         corrupt=corrupt,
-        valid_size_bytes=valid_size if not corrupt else offset,
+        valid_size_bytes=valid_size,
         size_bytes=offset,
         lines_without_crc=without_crc,
     )
