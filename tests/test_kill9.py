@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from workload import drive
 
 import turnlog
 from turnlog.events import Event, encode_event
 from turnlog.stores import JSONLStore
+from workload import drive
 
 ACK = struct.Struct("<qI")  # seq, crc32 of the encoded event
 

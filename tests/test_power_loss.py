@@ -15,13 +15,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from fileio_doubles import RecordingIO
-from workload import drive
 
 import turnlog
+from fileio_doubles import RecordingIO
 from turnlog.events import Event, encode_event
 from turnlog.stores import JSONLStore
 from turnlog.stores.jsonl import scan_lines
+from workload import drive
 
 SESSION = "power"
 FILE = SESSION + ".jsonl"
