@@ -540,11 +540,16 @@ class JSONLStore(Store):
                 writer.append([header], expected_seq=0, sync=True)
                 # The file's name is durable only once its directory is synced.
                 self.io.fsync_dir(dir_fd)
-            except OSError as exc:
+            except BaseException as exc:
+                # Nothing was acknowledged: take back the file this call made,
+                # so the id is free again rather than an empty, headless session.
                 writer.close()
-                raise _translate(exc, "create", path) from exc
-            except BaseException:
-                writer.close()
+                try:
+                    os.unlink(self.filename(session_id), dir_fd=dir_fd)
+                except OSError:
+                    pass
+                if isinstance(exc, OSError):
+                    raise _translate(exc, "create", path) from exc
                 raise
             return writer
         finally:

@@ -1,0 +1,188 @@
+"""Torn tails and damage: every byte offset, every bit, NULs and garbage."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import turnlog
+from builders import assistant, call, dispatch, number, step_start, turn_start
+from turnlog import events as ev
+from turnlog.stores import JSONLStore
+from turnlog.stores.jsonl import scan_lines
+from turnlog.stores.jsonl_record import encode_line
+
+EVENTS = number(
+    [
+        ev.UserMessage(content="pay invoice 7"),
+        turn_start(1),
+        step_start(1, 1),
+        assistant(call("a", "pay", invoice=7)),
+        dispatch("a", "pay", "destructive"),
+    ]
+)
+DATA = b"".join(encode_line(e) for e in EVENTS)
+LINE_ENDS = [sum(len(encode_line(e)) for e in EVENTS[: i + 1]) for i in range(len(EVENTS))]
+
+
+def scan(data: bytes) -> turnlog.stores.jsonl.Scan:
+    return scan_lines(iter(data.splitlines(keepends=True)))
+
+
+def test_format_matches_the_documented_checksum() -> None:
+    import zlib
+
+    line = encode_line(EVENTS[1])
+    assert line.endswith(b'"}\n')
+    prefix, _, tail = line.rpartition(b',"crc":"')
+    assert int(tail[:8], 16) == zlib.crc32(prefix)
+    assert line.startswith(b'{"seq":1,"type":"user_message","ts":')
+
+
+def test_truncation_at_every_byte_offset_loads_the_valid_prefix() -> None:
+    for cut in range(len(DATA) + 1):
+        result = scan(DATA[:cut])
+        whole = sum(1 for end in LINE_ENDS if end <= cut)
+        assert not result.corrupt, cut
+        assert result.events == EVENTS[:whole], cut
+        assert (result.torn is None) == (cut in (0, *LINE_ENDS)), cut
+        if result.torn is not None:
+            assert result.torn.offset == ([0, *LINE_ENDS][whole])
+
+
+@pytest.mark.parametrize(
+    "junk", [b"\x00" * 4096, b"\x00\x00\n", b"garbage", b"{}\n", b'{"seq":5', b"\n\x00"]
+)
+def test_junk_after_a_valid_file_is_a_torn_tail(junk: bytes) -> None:
+    result = scan(DATA + junk)
+    assert not result.corrupt
+    assert result.events == EVENTS
+    if junk.strip(b"\n"):
+        assert result.torn is not None and result.torn.offset >= len(DATA)
+        assert result.torn.offset + result.torn.size_bytes == len(DATA + junk)
+
+
+def test_every_single_bit_flip_is_detected() -> None:
+    flips = 0
+    for position in range(len(DATA)):
+        for bit in range(8):
+            damaged = bytearray(DATA)
+            damaged[position] ^= 1 << bit
+            result = scan(bytes(damaged))
+            flips += 1
+            assert result.problems, f"flip of bit {bit} at byte {position} went unnoticed"
+            assert result.events == EVENTS[: len(result.events)]
+            assert len(result.events) < len(EVENTS)
+    assert flips == len(DATA) * 8
+
+
+def test_damage_before_a_good_record_is_corruption(tmp_path: Path) -> None:
+    damaged = bytearray(DATA)
+    damaged[LINE_ENDS[1] + 10] ^= 0x01  # inside record 2
+    path = tmp_path / "s1.jsonl"
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(turnlog.CorruptLogError) as info:
+        turnlog.open(path)
+    assert info.value.line == 3 and info.value.offset == LINE_ENDS[1]
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == bytes(damaged)  # refused, untouched
+
+
+def test_writer_quarantines_a_torn_tail_then_appends(tmp_path: Path) -> None:
+    path = tmp_path / "s1.jsonl"
+    torn = b'{"seq":6,"type":"tool_res\x00\x00'
+    path.write_bytes(DATA + torn)
+    with turnlog.open(path) as log:
+        assert log.torn_tail is not None
+        sidecar = Path(log.torn_tail.sidecar or "")
+        assert sidecar.name == f"s1.jsonl.torn-{len(DATA)}"
+        assert sidecar.read_bytes() == torn
+        assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
+        plan = log.recover()
+    assert [e.type for e in plan.events] == ["tool_result", "step_end", "turn_end"]
+    events = JSONLStore(tmp_path).read("s1")
+    assert events[: len(EVENTS)] == EVENTS
+
+
+def test_readers_never_modify_a_torn_file(tmp_path: Path) -> None:
+    path = tmp_path / "s1.jsonl"
+    path.write_bytes(DATA + b"\x00\x00\x00")
+    store = JSONLStore(tmp_path)
+    assert store.read("s1") == EVENTS
+    tail = store.read_tail("s1")
+    assert tail.torn is not None and tail.torn.offset == len(DATA)
+    assert store.scan("s1").torn is not None
+    assert path.read_bytes() == DATA + b"\x00\x00\x00"
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_hand_written_lines_without_crc_or_ts(tmp_path: Path) -> None:
+    path = tmp_path / "hand.jsonl"
+    path.write_text(
+        '{"seq":0,"type":"session","data":{"session_id":"hand"}}\n'
+        '{"seq":1,"type":"turn_start","data":{}}\n'
+        "\n"
+        '{"seq":2,"type":"assistant_message","data":{"content":"x",'
+        '"tool_calls":[{"id":"c1","name":"rm"}]}}\n'
+    )
+    result = JSONLStore(tmp_path).scan("hand")
+    assert result.lines_without_crc == 3 and not result.problems
+    assert [r.data.rule for r in turnlog.plan(result.events).events[:1]] == ["R4"]  # type: ignore[union-attr]
+
+
+def test_oversized_line_is_reported_not_loaded(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    with open(path, "wb") as f:
+        f.write(DATA)
+        f.write(b'{"seq":6,"type":"user_message","data":{"content":"')
+        f.write(b"x" * (ev.MAX_RECORD_BYTES + 10))
+        f.write(b'"}}\n')
+    result = JSONLStore(tmp_path).scan("big")
+    assert result.torn is not None
+    assert "limit" in result.problems[0].message
+
+
+def test_files_and_directories_are_private(tmp_path: Path) -> None:
+    store_dir = tmp_path / "new"
+    with turnlog.open(store_dir, "s1"):
+        pass
+    assert stat.S_IMODE(store_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((store_dir / "s1.jsonl").stat().st_mode) == 0o600
+
+
+def test_symlink_planted_where_a_session_would_be_created(tmp_path: Path) -> None:
+    target = tmp_path / "victim.txt"
+    target.write_text("precious")
+    store_dir = tmp_path / "store"
+    store_dir.mkdir()
+    os.symlink(target, store_dir / "s1.jsonl")
+    with pytest.raises(turnlog.TurnlogError) as info:
+        turnlog.open(store_dir, "s1", create=True)
+    assert "symbolic link" in str(info.value)
+    with pytest.raises(turnlog.TurnlogError, match="symbolic link"):
+        turnlog.open(store_dir, "s1", create=False)
+    assert target.read_text() == "precious"
+
+
+def test_tail_read_does_not_grow_with_the_log(tmp_path: Path) -> None:
+    store = JSONLStore(tmp_path)
+    filler = ev.UserMessage(content="y" * 900)
+    sizes = {}
+    for name, count in (("small", 10), ("large", 20_000)):
+        with turnlog.open(store, name, durability="none") as log:
+            for _ in range(count // 100):
+                log.append_many([filler] * 100)
+            # The writer stamps the revival count on turn_start; that stamp is
+            # what lets the tail stop without counting revivals from the start.
+            log.append(turnlog.TurnStart(turn=1, revivals=0))
+            log.append(assistant(call("a")))
+        tail = store.read_tail(name)
+        state = tail.fold()
+        assert [c.call_id for c in state.owed_calls] == ["a"]
+        sizes[name] = tail.bytes_read
+    assert os.path.getsize(tmp_path / "large.jsonl") > 15_000_000
+    assert sizes["large"] <= 2 * 64 * 1024
+    assert sizes["small"] <= sizes["large"]
