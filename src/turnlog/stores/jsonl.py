@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -544,10 +545,8 @@ class JSONLStore(Store):
                 # Nothing was acknowledged: take back the file this call made,
                 # so the id is free again rather than an empty, headless session.
                 writer.close()
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(self.filename(session_id), dir_fd=dir_fd)
-                except OSError:
-                    pass
                 if isinstance(exc, OSError):
                     raise _translate(exc, "create", path) from exc
                 raise
