@@ -129,7 +129,7 @@ def test_hand_written_lines_without_crc_or_ts(tmp_path: Path) -> None:
         '"tool_calls":[{"id":"c1","name":"rm"}]}}\n'
     )
     result = JSONLStore(tmp_path).scan("hand")
-    assert result.lines_without_crc == 3 and not result.problems
+    assert result.lines_without_crc == [1, 2, 4] and not result.problems
     assert [r.data.rule for r in turnlog.plan(result.events).events[:1]] == ["R4"]  # type: ignore[union-attr]
 
 

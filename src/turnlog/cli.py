@@ -1,17 +1,452 @@
-"""The turnlog command line."""
+"""The turnlog command line: inspect, plan, recover, show, ls, verify, fork, demo."""
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, Final, NoReturn, TypeVar
+
 import click
+import msgspec
+from rich.console import Console
+
+from turnlog import events as ev
+from turnlog.damage import Problem
+from turnlog.errors import (
+    FormatError,
+    SessionLockedError,
+    SessionNotFoundError,
+    TurnlogError,
+    UsageError,
+)
+from turnlog.fork import fork
+from turnlog.log import Log
+from turnlog.recovery import plan
+from turnlog.render import (
+    render_events,
+    render_inspection,
+    render_sessions,
+    render_timeline,
+)
+from turnlog.revival import DEFAULT_MAX_REVIVALS, inspect
+from turnlog.stores import JSONLStore, Store, open_store
+from turnlog.stores.jsonl import SUFFIX
+from turnlog.verify import check_events
+
+EXIT_OK: Final = 0
+EXIT_FINDINGS: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_UNREADABLE: Final = 3
+EXIT_LOCKED: Final = 4
+
+DEFAULT_STORE: Final = "sessions"
+STORE_ENV: Final = "TURNLOG_STORE"
+# `ls` shows a progress bar past this many sessions, when on a terminal.
+PROGRESS_AFTER_SESSIONS: Final = 50
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group()
+def _console() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _err_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _exit_code(error: TurnlogError) -> int:
+    if isinstance(error, SessionLockedError):
+        return EXIT_LOCKED
+    if isinstance(error, UsageError):
+        return EXIT_USAGE
+    return EXIT_UNREADABLE
+
+
+def _fail(message: str, hint: str, code: int, *, as_json: bool) -> NoReturn:
+    if as_json:
+        click.echo(msgspec.json.encode({"error": message, "hint": hint, "exit_code": code}))
+    click.echo(f"error: {message}", err=True)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)
+    sys.exit(code)
+
+
+def _reports_errors(command: F) -> F:
+    """Turn turnlog and OS errors into one line, a hint and the documented exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
+        try:
+            return command(*args, **kwargs)
+        except TurnlogError as error:
+            _fail(error.message, error.hint, _exit_code(error), as_json=as_json)
+        except IsADirectoryError as error:
+            _fail(
+                f"{error.filename} is a directory",
+                "pass a .jsonl file or a session id",
+                EXIT_UNREADABLE,
+                as_json=as_json,
+            )
+        except OSError as error:
+            _fail(
+                str(error), "check the path and its permissions", EXIT_UNREADABLE, as_json=as_json
+            )
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _emit_json(document: Any) -> None:
+    click.echo(msgspec.json.encode(document).decode())
+
+
+def _to_builtins(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def resolve(session: str, store_url: str | None) -> tuple[Store, str]:
+    """A SESSION argument: a path to a `.jsonl` file, or an id in the store."""
+    looks_like_path = session.endswith(SUFFIX) or os.sep in session or os.path.exists(session)
+    if looks_like_path:
+        if os.path.isdir(session):
+            raise FormatError(
+                f"{session} is a directory, not a session file",
+                hint="pass a .jsonl file, or a session id with --store DIR",
+            )
+        if not os.path.exists(session):
+            raise SessionNotFoundError(
+                f"{session}: no such file",
+                hint="check the path, or list sessions with `turnlog ls`",
+            )
+        if not session.endswith(SUFFIX):
+            raise FormatError(
+                f"{session} is not a .jsonl session file",
+                hint="turnlog sessions are <session_id>.jsonl files",
+            )
+        store, session_id = open_store(session)
+        assert session_id is not None
+        return store, session_id
+    url = store_url or os.environ.get(STORE_ENV) or DEFAULT_STORE
+    store, _ = open_store(url)
+    if not store.exists(session):
+        raise SessionNotFoundError(
+            f"no session {session!r} in {store.url}",
+            hint="list sessions with `turnlog ls --store DIR`, or pass the .jsonl path",
+        )
+    return store, session
+
+
+def _store_for_listing(store_url: str | None) -> Store:
+    url = store_url or os.environ.get(STORE_ENV) or DEFAULT_STORE
+    store, _ = open_store(url)
+    return store
+
+
+def _read_valid(store: Store, session_id: str) -> list[ev.Event]:
+    events = store.read(session_id)
+    if not events:
+        raise FormatError(f"session {session_id!r} holds no valid record")
+    return events
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+store_option = click.option(
+    "--store",
+    "store_url",
+    metavar="URL",
+    help=f"Where session ids are looked up (default: ${STORE_ENV}, else ./{DEFAULT_STORE}).",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="turnlog")
 def main() -> None:
-    """turnlog: a crash-safe session log for LLM agents."""
+    """turnlog: a crash-safe session log for LLM agents.
+
+    SESSION is a path to a .jsonl file, or a session id in --store.
+    Exit codes: 0 ok, 1 findings, 2 usage, 3 unreadable or corrupt input,
+    4 a live writer holds the session.
+    """
 
 
-@main.command()
-def demo() -> None:
-    """Crash a scripted agent and recover it (placeholder until the CLI lands)."""
-    click.echo("turnlog demo: coming with the command line.")
+@main.command("ls")
+@store_option
+@json_option
+@_reports_errors
+def ls_command(store_url: str | None, as_json: bool) -> None:
+    """List sessions: status, turns, events, last activity, owed calls."""
+    store = _store_for_listing(store_url)
+    ids = store.sessions()
+    console = _console()
+    rows = []
+    show_progress = console.is_terminal and not as_json and len(ids) > PROGRESS_AFTER_SESSIONS
+    if show_progress:
+        from rich.progress import track
+
+        iterator = track(ids, description="reading session tails", console=console, transient=True)
+    else:
+        iterator = iter(ids)
+    for session_id in iterator:
+        found = inspect(store, session_id)
+        rows.append(
+            {
+                "session_id": session_id,
+                "status": found.status,
+                "turns": found.turns,
+                "events": found.events,
+                "last_activity": found.last_activity,
+                "owed_calls": len(found.owed_calls),
+            }
+        )
+    if as_json:
+        _emit_json({"store": store.url, "sessions": rows})
+    else:
+        render_sessions(console, rows)
+
+
+@main.command("inspect")
+@click.argument("session")
+@store_option
+@click.option(
+    "--max-revivals",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_REVIVALS,
+    show_default=True,
+    help="The revival cap used to say whether the session is revivable.",
+)
+@json_option
+@_reports_errors
+def inspect_command(session: str, store_url: str | None, max_revivals: int, as_json: bool) -> None:
+    """Say what state SESSION is in, from its tail. Never writes.
+
+    Exits 3 when the session is unreadable or corrupt, else 0.
+    """
+    store, session_id = resolve(session, store_url)
+    found = inspect(store, session_id, max_revivals=max_revivals)
+    if as_json:
+        document = _to_builtins(found)
+        document.pop("bytes_read", None)
+        _emit_json(document)
+    else:
+        render_inspection(_console(), found)
+    if found.status in ("unreadable", "corrupt"):
+        sys.exit(EXIT_UNREADABLE)
+
+
+@main.command("plan")
+@click.argument("session")
+@store_option
+@click.option("--check", is_flag=True, help="Exit 1 when the plan is not empty.")
+@json_option
+@_reports_errors
+def plan_command(session: str, store_url: str | None, check: bool, as_json: bool) -> None:
+    """Show the events recovery would append to SESSION, without appending them."""
+    store, session_id = resolve(session, store_url)
+    repairs = plan(_read_valid(store, session_id))
+    if as_json:
+        _emit_json(
+            {
+                "session_id": session_id,
+                "repairs": [
+                    {"type": e.type, "data": ev.to_builtins(e)["data"], "origin": e.origin}
+                    for e in repairs.events
+                ],
+                "warnings": list(repairs.warnings),
+            }
+        )
+    else:
+        console = _console()
+        render_events(console, repairs.events, title="recovery would append")
+        for warning in repairs.warnings:
+            console.print(f"warning: {warning}", style="yellow")
+    if check and repairs.events:
+        sys.exit(EXIT_FINDINGS)
+
+
+@main.command("recover")
+@click.argument("session")
+@store_option
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Append even though a live writer holds the session (only for a stuck holder).",
+)
+@json_option
+@_reports_errors
+def recover_command(session: str, store_url: str | None, force: bool, as_json: bool) -> None:
+    """Repair a crashed SESSION by appending: a result per owed call, then the turn end.
+
+    A torn tail is moved to a sidecar file first. Running it again appends nothing.
+    """
+    store, session_id = resolve(session, store_url)
+    writer = store.writer(session_id, force=force)
+    events = writer.loaded_events
+    if events is None:
+        events = store.read(session_id)
+    with Log(store, writer, events) as log:
+        repairs = log.recover()
+        torn = log.torn_tail
+    if as_json:
+        _emit_json(
+            {
+                "session_id": session_id,
+                "appended": [ev.to_builtins(e) for e in repairs.events],
+                "torn_tail": _to_builtins(torn),
+                "warnings": list(repairs.warnings),
+            }
+        )
+        return
+    console = _console()
+    if torn is not None:
+        console.print(f"moved a torn tail of {torn.size_bytes} bytes to {torn.sidecar}")
+    if repairs.events:
+        render_events(console, repairs.events, title="appended")
+    else:
+        console.print("nothing to recover: no open turn")
+
+
+@main.command("show")
+@click.argument("session")
+@store_option
+@json_option
+@_reports_errors
+def show_command(session: str, store_url: str | None, as_json: bool) -> None:
+    """Show SESSION's timeline: turns, steps, messages, tool calls and their results.
+
+    Events turnlog wrote itself are marked with their origin and risk.
+    """
+    store, session_id = resolve(session, store_url)
+    events = _read_valid(store, session_id)
+    if as_json:
+        _emit_json({"session_id": session_id, "events": [ev.to_builtins(e) for e in events]})
+    else:
+        render_timeline(_console(), events)
+
+
+def _verify_one(store: Store, session_id: str, strict: bool) -> dict[str, Any]:
+    problems: list[Problem] = []
+    if isinstance(store, JSONLStore):
+        scan = store.scan(session_id)
+        problems += scan.problems
+        if scan.torn is not None and not scan.corrupt:
+            problems.append(
+                Problem(
+                    message=f"torn tail of {scan.torn.size_bytes} bytes (run `turnlog recover`)",
+                    offset=scan.torn.offset,
+                )
+            )
+        if strict:
+            problems += [
+                Problem(message="record has no checksum", line=n) for n in scan.lines_without_crc
+            ]
+        events = scan.events
+    else:
+        events = store.read(session_id)
+    if not events and not problems:
+        problems.append(Problem(message="no session header"))
+    problems += check_events(events)
+    return {
+        "session_id": session_id,
+        "ok": not problems,
+        "events": len(events),
+        "problems": [_to_builtins(p) for p in problems],
+    }
+
+
+@main.command("verify")
+@click.argument("session", required=False)
+@store_option
+@click.option("--strict", is_flag=True, help="Also require a checksum on every record.")
+@json_option
+@_reports_errors
+def verify_command(session: str | None, store_url: str | None, strict: bool, as_json: bool) -> None:
+    """Check SESSION (or every session in --store): checksums, seq order, header,
+    vocabulary, turn and step pairing, one result per call.
+
+    Exits 1 listing every problem, 0 when clean.
+    """
+    if session is not None:
+        store, session_id = resolve(session, store_url)
+        reports = [_verify_one(store, session_id, strict)]
+    else:
+        store = _store_for_listing(store_url)
+        reports = [_verify_one(store, sid, strict) for sid in store.sessions()]
+    ok = all(report["ok"] for report in reports)
+    if as_json:
+        _emit_json({"ok": ok, "sessions": reports})
+    else:
+        console = _console()
+        for report in reports:
+            if report["ok"]:
+                console.print(f"{report['session_id']}: ok ({report['events']} events)")
+                continue
+            console.print(
+                f"{report['session_id']}: {len(report['problems'])} problem(s)", style="bold red"
+            )
+            for problem in report["problems"]:
+                where = []
+                if problem.get("line") is not None:
+                    where.append(f"line {problem['line']}")
+                if problem.get("offset") is not None:
+                    where.append(f"byte {problem['offset']}")
+                prefix = f"{', '.join(where)}: " if where else ""
+                console.print(f"  {prefix}{problem['message']}")
+        if not reports:
+            console.print("no sessions")
+    if not ok:
+        sys.exit(EXIT_FINDINGS)
+
+
+@main.command("fork")
+@click.argument("session")
+@click.option("--at", "at_seq", type=int, required=True, help="The last seq the fork inherits.")
+@click.option("--id", "new_id", help="The new session's id (default: <session>-fork-<n>).")
+@store_option
+@json_option
+@_reports_errors
+def fork_command(
+    session: str, at_seq: int, new_id: str | None, store_url: str | None, as_json: bool
+) -> None:
+    """Start a new session from SESSION's events 0..AT, keeping their seqs and the lineage.
+
+    A fork point inside a turn is refused: half a turn is never inherited.
+    """
+    store, session_id = resolve(session, store_url)
+    events = _read_valid(store, session_id)
+    if new_id is None:
+        n = 1
+        while store.exists(f"{session_id}-fork-{n}"):
+            n += 1
+        new_id = f"{session_id}-fork-{n}"
+    forked = fork(events, at_seq, session_id=new_id)
+    with store.create(forked[0]) as writer:
+        if len(forked) > 1:
+            writer.append(forked[1:], expected_seq=1, sync=True)
+    path = store.path(new_id) if isinstance(store, JSONLStore) else None
+    if as_json:
+        _emit_json(
+            {"session_id": new_id, "parent": session_id, "seed_length": at_seq + 1, "path": path}
+        )
+    else:
+        _console().print(
+            f"forked {session_id} at seq {at_seq} into {new_id}" + (f" ({path})" if path else "")
+        )
+
+
+@main.command("demo")
+@click.option(
+    "--dir",
+    "directory",
+    default=DEFAULT_STORE,
+    show_default=True,
+    help="Where the demo leaves its session.",
+)
+@_reports_errors
+def demo_command(directory: str) -> None:
+    """Crash a scripted agent mid-tool-call, then inspect, plan, recover and revive it."""
+    from turnlog.demo import run_demo
+
+    run_demo(_console(), directory)

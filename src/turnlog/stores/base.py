@@ -90,9 +90,10 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def writer(self, session_id: str) -> StoreWriter:
+    def writer(self, session_id: str, *, force: bool = False) -> StoreWriter:
         """Take the session's writer lock. Raises `SessionLockedError` when a
-        live writer holds it, `SessionNotFoundError` when there is no session."""
+        live writer holds it, `SessionNotFoundError` when there is no session.
+        `force` writes without the lock: only for a holder known to be stuck."""
 
     @abc.abstractmethod
     def read(self, session_id: str, from_seq: int = 0) -> list[Event]:

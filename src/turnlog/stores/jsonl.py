@@ -52,7 +52,8 @@ class Scan(msgspec.Struct, kw_only=True):
     corrupt: bool
     valid_size_bytes: int
     size_bytes: int
-    lines_without_crc: int
+    # Line numbers of valid records that carry no checksum (hand-made lines).
+    lines_without_crc: list[int]
 
     def first_corruption(self) -> Problem | None:
         return self.problems[0] if self.corrupt and self.problems else None
@@ -70,7 +71,7 @@ def scan_lines(lines: Iterator[bytes]) -> Scan:
     problems: list[Problem] = []
     first_bad_offset: int | None = None
     corrupt = False
-    without_crc = 0
+    without_crc: list[int] = []
     expected_seq = 0
     offset = 0
     valid_size = 0
@@ -113,7 +114,8 @@ def scan_lines(lines: Iterator[bytes]) -> Scan:
             corrupt = True
         elif not corrupt:
             events.append(event)
-            without_crc += not has_crc
+            if not has_crc:
+                without_crc.append(line_number)
             valid_size = offset + size
         expected_seq = event.seq + 1
         offset += size
@@ -554,11 +556,12 @@ class JSONLStore(Store):
         finally:
             os.close(dir_fd)
 
-    def writer(self, session_id: str) -> StoreWriter:
+    def writer(self, session_id: str, *, force: bool = False) -> StoreWriter:
         path = self.path(session_id)
         fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
         try:
-            self._lock(fd, session_id)
+            if not force:
+                self._lock(fd, session_id)
             with os.fdopen(os.dup(fd), "rb") as f:
                 scan = self._scan_file(f)
             problem = scan.first_corruption()

@@ -72,12 +72,12 @@ class MemoryStore(Store):
             self._locked.add(session_id)
         return _MemoryWriter(self, session_id)
 
-    def writer(self, session_id: str) -> StoreWriter:
+    def writer(self, session_id: str, *, force: bool = False) -> StoreWriter:
         validate_session_id(session_id)
         with self._mutex:
             if session_id not in self._sessions:
                 raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-            if session_id in self._locked:
+            if session_id in self._locked and not force:
                 raise SessionLockedError(
                     f"session {session_id!r} already has a writer (pid {os.getpid()})",
                     pid=os.getpid(),
