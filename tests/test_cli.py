@@ -1,0 +1,334 @@
+"""The command line through its entry point: every command, human and --json, every exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import turnlog
+from turnlog.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DOCS = Path(__file__).parent.parent / "docs" / "cli.md"
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    runner = CliRunner()
+    result = runner.invoke(main, list(args), env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def as_json(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    code, out, _ = run(*args, "--json")
+    return code, json.loads(out)
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> Path:
+    for fixture in FIXTURES.glob("*.jsonl"):
+        shutil.copy(fixture, tmp_path / fixture.name)
+    return tmp_path
+
+
+# -- hand-written fixtures plan as the decision table says ----------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("rule-r1", [("c1", "tool_outcome_unknown", "R1")]),
+        ("rule-r2", [("b", "tool_not_started", "R2")]),
+        ("rule-r3-r4", [("x", "tool_not_started", "R3"), ("y", "tool_outcome_unknown", "R4")]),
+        ("finished", []),
+    ],
+)
+def test_fixtures_plan_as_the_table_says(sessions: Path, name: str, expected: list) -> None:  # type: ignore[type-arg]
+    code, document = as_json("plan", str(sessions / f"{name}.jsonl"))
+    assert code == 0
+    results = [r for r in document["repairs"] if r["type"] == "tool_result"]
+    assert [
+        (r["data"]["call_id"], r["data"]["risk"], r["data"]["rule"]) for r in results
+    ] == expected
+    assert all(r["origin"] == "recovery" for r in document["repairs"])
+    code, found = as_json("inspect", str(sessions / f"{name}.jsonl"))
+    assert [(c["call_id"], c["risk"], c["rule"]) for c in found["owed_calls"]] == expected
+
+
+# -- inspect ---------------------------------------------------------------------
+
+
+def test_inspect_json_keys_and_status(sessions: Path) -> None:
+    code, found = as_json("inspect", str(sessions / "rule-r1.jsonl"))
+    assert code == 0
+    for key in (
+        "session_id",
+        "status",
+        "revivable",
+        "reason",
+        "events",
+        "turns",
+        "open_turn",
+        "owed_calls",
+        "revivals",
+        "torn_tail",
+        "problems",
+    ):
+        assert key in found
+    assert found["status"] == "interrupted" and found["revivable"] is True
+    assert found["open_turn"] == {"seq": 2, "turn": 1}
+    assert found["events"] == 6
+    code, found = as_json("inspect", str(sessions / "finished.jsonl"))
+    assert (found["status"], found["revivable"], found["reason"]) == ("finished", False, "finished")
+
+
+def test_inspect_human(sessions: Path) -> None:
+    code, out, _ = run("inspect", str(sessions / "rule-r2.jsonl"))
+    assert code == 0
+    assert "interrupted" in out and "tool_not_started" in out and "did not run" in out
+
+
+def test_inspect_by_id_in_a_store(sessions: Path) -> None:
+    code, found = as_json("inspect", "rule-r1", "--store", str(sessions))
+    assert found["session_id"] == "rule-r1"
+    code, out, _ = run("inspect", "rule-r1", env={"TURNLOG_STORE": str(sessions)})
+    assert code == 0 and "rule-r1" in out
+
+
+def test_inspect_running_session(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "live.jsonl") as log:
+        log.append(turnlog.TurnStart(turn=1, revivals=0))
+        code, found = as_json("inspect", str(tmp_path / "live.jsonl"))
+        assert code == 0 and found["status"] == "running" and found["holder_pid"] == os.getpid()
+        assert found["revivable"] is False
+
+
+def test_inspect_torn_tail(sessions: Path) -> None:
+    path = sessions / "rule-r1.jsonl"
+    with open(path, "ab") as f:
+        f.write(b'{"seq":6,"type":"tool_res')
+    code, found = as_json("inspect", str(path))
+    assert code == 0 and found["status"] == "interrupted"
+    assert found["torn_tail"]["offset"] == path.stat().st_size - 25
+
+
+# -- plan and recover ------------------------------------------------------------------
+
+
+def test_plan_check_and_recover_idempotent(sessions: Path) -> None:
+    path = str(sessions / "rule-r2.jsonl")
+    assert run("plan", path, "--check")[0] == 1
+    code, out, _ = run("plan", path)
+    assert code == 0 and "tool_not_started" in out
+    code, document = as_json("recover", path)
+    assert code == 0
+    assert [e["type"] for e in document["appended"]] == ["tool_result", "step_end", "turn_end"]
+    code, out, _ = run("recover", path)
+    assert code == 0 and "nothing to recover" in out
+    assert run("plan", path, "--check")[0] == 0
+    code, found = as_json("inspect", path)
+    assert found["status"] != "interrupted"
+
+
+def test_recover_quarantines_torn_tail(sessions: Path) -> None:
+    path = sessions / "rule-r1.jsonl"
+    with open(path, "ab") as f:
+        f.write(b"\x00" * 100)
+    code, out, _ = run("recover", str(path))
+    assert code == 0 and "torn tail of 100 bytes" in out
+    assert (sessions / f"rule-r1.jsonl.torn-{path.stat().st_size - 0}").exists() or any(
+        p.name.startswith("rule-r1.jsonl.torn-") for p in sessions.iterdir()
+    )
+
+
+def test_recover_refuses_a_live_writer_unless_forced(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    with turnlog.open(path) as log:
+        log.append(turnlog.TurnStart(turn=1, revivals=0))
+        code, out, err = run("recover", str(path))
+        assert code == 4
+        assert str(os.getpid()) in err and "hint:" in err
+        code, document = as_json("recover", str(path))
+        assert code == 4 and document["exit_code"] == 4
+        code, out, err = run("recover", str(path), "--force")
+        assert code == 0 and "end: interrupted" in out and not err
+
+
+# -- show, ls, verify, fork ------------------------------------------------------------
+
+
+def test_show_marks_synthetic_events(sessions: Path) -> None:
+    path = str(sessions / "rule-r1.jsonl")
+    run("recover", path)
+    code, out, _ = run("show", path)
+    assert code == 0
+    assert "<recovery>" in out and "tool_outcome_unknown" in out and "interrupted" in out
+    code, document = as_json("show", path)
+    assert document["events"][-1]["origin"] == "recovery"
+    assert document["events"][0]["type"] == "session"
+
+
+def test_ls(sessions: Path) -> None:
+    code, document = as_json("ls", "--store", str(sessions))
+    assert code == 0
+    rows = {row["session_id"]: row for row in document["sessions"]}
+    assert set(rows) == {"finished", "rule-r1", "rule-r2", "rule-r3-r4"}
+    assert rows["rule-r3-r4"]["owed_calls"] == 2 and rows["finished"]["status"] == "finished"
+    code, out, _ = run("ls", "--store", str(sessions))
+    assert code == 0 and "rule-r2" in out and "interrupted" in out
+    code, document = as_json("ls", "--store", str(sessions / "nowhere"))
+    assert code == 0 and document["sessions"] == []
+
+
+def test_verify(sessions: Path) -> None:
+    code, document = as_json("verify", "--store", str(sessions))
+    assert code == 0 and document["ok"]
+    assert run("verify", "--strict", str(sessions / "finished.jsonl"))[0] == 1
+    path = sessions / "rule-r2.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b"step_start", b"step_staRt")
+    path.write_bytes(b"".join(lines))
+    code, out, _ = run("verify", str(path))
+    assert code == 1 and "line 3" in out and "step_staRt" in out
+    code, document = as_json("verify", str(path))
+    assert document["ok"] is False and document["sessions"][0]["problems"][0]["line"] == 3
+
+
+def test_verify_finds_bookkeeping_problems(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"seq":0,"type":"session","data":{"session_id":"bad"}}\n'
+        '{"seq":1,"type":"turn_end","data":{"reason":"complete"}}\n'
+        '{"seq":2,"type":"tool_result","data":{"call_id":"ghost"}}\n'
+    )
+    code, document = as_json("verify", str(path))
+    messages = [p["message"] for p in document["sessions"][0]["problems"]]
+    assert code == 1
+    assert any("closes no open turn" in m for m in messages)
+    assert any("never requested" in m for m in messages)
+
+
+def test_fork(sessions: Path) -> None:
+    code, document = as_json("fork", str(sessions / "finished.jsonl"), "--at", "4")
+    assert code == 0 and document["session_id"] == "finished-fork-1"
+    events = turnlog.JSONLStore(sessions).read("finished-fork-1")
+    assert events[0].data.parent == turnlog.Parent(session_id="finished", seed_length=5)  # type: ignore[union-attr]
+    code, out, err = run("fork", str(sessions / "rule-r1.jsonl"), "--at", "4")
+    assert code == 2 and "seq 2" in err and "hint:" in err
+    code, out, err = run("fork", str(sessions / "finished.jsonl"), "--at", "99")
+    assert code == 2 and "outside the log" in err
+    code, out, _ = run("fork", str(sessions / "finished.jsonl"), "--at", "1", "--id", "mine")
+    assert code == 0 and "mine" in out
+
+
+# -- bad input never gives a traceback ----------------------------------------------
+
+
+def _bad_inputs(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "garbage.jsonl").write_bytes(os.urandom(4096))
+    (tmp_path / "adir.jsonl").mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "rule-r1.jsonl", tmp_path / "ok.jsonl")
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('{"type":"user","uuid":"u1","message":{"role":"user","content":"hi"}}\n')
+    huge = tmp_path / "huge.jsonl"
+    with open(huge, "wb") as f:
+        f.write(b'{"seq":0,"type":"session","data":{"session_id":"huge","meta":{"x":"')
+        f.write(b"x" * (100 * 1024 * 1024))
+        f.write(b'"}}}\n')
+    return {
+        "empty": str(tmp_path / "empty.jsonl"),
+        "garbage": str(tmp_path / "garbage.jsonl"),
+        "directory": str(tmp_path / "adir.jsonl"),
+        "missing": str(tmp_path / "missing.jsonl"),
+        "foreign": str(foreign),
+        "huge": str(huge),
+        "not-jsonl": str(tmp_path / "notes.txt"),
+    }
+
+
+def test_bad_input_never_gives_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    for label, path in _bad_inputs(tmp_path).items():
+        for command in (
+            ["inspect"],
+            ["plan"],
+            ["recover"],
+            ["show"],
+            ["verify"],
+            ["fork", "--at", "0"],
+        ):
+            result = CliRunner().invoke(main, [*command, path])
+            assert result.exception is None or isinstance(result.exception, SystemExit), (
+                label,
+                command,
+                result.exception,
+            )
+            assert "Traceback" not in result.output, (label, command)
+            allowed = (0, 3) if (label, command) == ("empty", ["inspect"]) else (1, 2, 3)
+            assert result.exit_code in allowed, (label, command, result.exit_code, result.output)
+            if result.exit_code == 3 and command != ["inspect"]:
+                assert "error:" in result.stderr and "hint:" in result.stderr, (label, command)
+
+
+def test_real_entry_point_exit_codes(tmp_path: Path, sessions: Path) -> None:
+    exe = [sys.executable, "-m", "turnlog"]
+    usage = subprocess.run([*exe, "plan"], capture_output=True, text=True)
+    assert usage.returncode == 2
+    missing = subprocess.run(
+        [*exe, "show", str(tmp_path / "nope.jsonl")], capture_output=True, text=True
+    )
+    assert (
+        missing.returncode == 3 and "hint:" in missing.stderr and "Traceback" not in missing.stderr
+    )
+    ok = subprocess.run(
+        [*exe, "inspect", str(sessions / "finished.jsonl"), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert ok.returncode == 0 and json.loads(ok.stdout)["status"] == "finished"
+
+
+# -- the demo ----------------------------------------------------------------------------
+
+
+def test_demo_crashes_then_recovers(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "turnlog", "demo", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    before = out.split("3. turnlog plan")[0]
+    assert "interrupted" in before
+    assert "tool_outcome_unknown" in before and "tool_not_started" in before
+    session = next(tmp_path.glob("demo-*.jsonl"))
+    code, found = as_json("inspect", str(session))
+    assert code == 0 and found["status"] == "finished" and found["revivals"] == 1
+    assert run("plan", str(session), "--check")[0] == 0
+    assert str(session) in out
+
+
+# -- docs match the code -------------------------------------------------------------------
+
+
+def test_every_command_and_option_is_documented() -> None:
+    doc = DOCS.read_text()
+    for name, command in main.commands.items():
+        assert f"## turnlog {name}" in doc, f"docs/cli.md does not document `turnlog {name}`"
+        for param in command.params:
+            for opt in getattr(param, "opts", []):
+                if opt.startswith("--"):
+                    section = doc.split(f"## turnlog {name}")[1].split("\n## ")[0]
+                    assert opt in section, f"`turnlog {name}` option {opt} missing from docs/cli.md"
+    for code in range(5):
+        assert re.search(rf"^\|\s*{code}\s*\|", doc, re.M), f"exit code {code} undocumented"
