@@ -228,6 +228,20 @@ def test_fork(sessions: Path) -> None:
     assert code == 0 and "mine" in out
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "openai-chat", "openai-responses", "gemini"])
+def test_export_validate_and_patch(sessions: Path, provider: str) -> None:
+    path = str(sessions / "rule-r1.jsonl")
+    code, out, err = run("export", path, "--to", provider, "--validate")
+    assert code == 1 and "c1" in err and "hint:" in err
+    json.loads(out)
+    code, out, err = run("export", path, "--to", provider, "--validate", "--patch-in-memory")
+    assert code == 0, err
+    assert run("plan", path, "--check")[0] == 1  # the patch wrote nothing
+    run("recover", path)
+    code, document = as_json("export", path, "--to", provider, "--validate")
+    assert code == 0 and document["violations"] == [] and document["provider"] == provider
+
+
 # -- bad input never gives a traceback ----------------------------------------------
 
 

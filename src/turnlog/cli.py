@@ -1,8 +1,9 @@
-"""The turnlog command line: inspect, plan, recover, show, ls, verify, fork, demo."""
+"""The turnlog command line: inspect, plan, recover, show, ls, verify, fork, export, demo."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -21,9 +22,13 @@ from turnlog.errors import (
     TurnlogError,
     UsageError,
 )
+from turnlog.fold import fold
 from turnlog.fork import fork
 from turnlog.log import Log
-from turnlog.recovery import plan
+from turnlog.providers import PROVIDERS
+from turnlog.providers import render as render_request
+from turnlog.providers import validate as validate_request
+from turnlog.recovery import patch_dangling_tool_calls, plan
 from turnlog.render import (
     render_events,
     render_inspection,
@@ -434,6 +439,65 @@ def fork_command(
         _console().print(
             f"forked {session_id} at seq {at_seq} into {new_id}" + (f" ({path})" if path else "")
         )
+
+
+@main.command("export")
+@click.argument("session")
+@click.option(
+    "--to",
+    "provider",
+    type=click.Choice(list(PROVIDERS)),
+    required=True,
+    help="The provider API to render the request messages for.",
+)
+@click.option(
+    "--validate", is_flag=True, help="Exit 1 listing every rule the provider would reject."
+)
+@click.option(
+    "--patch-in-memory",
+    is_flag=True,
+    help="Answer unanswered tool calls in memory only (for logs you may not change).",
+)
+@store_option
+@json_option
+@_reports_errors
+def export_command(
+    session: str,
+    provider: str,
+    validate: bool,
+    patch_in_memory: bool,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """Print SESSION's transcript as PROVIDER request messages (JSON). Writes nothing.
+
+    With --json the output is {"provider", "request", "violations"}.
+    """
+    store, session_id = resolve(session, store_url)
+    messages = fold(_read_valid(store, session_id)).messages
+    if patch_in_memory:
+        messages = tuple(patch_dangling_tool_calls(messages))
+    request = render_request(provider, messages)
+    violations = validate_request(provider, request) if validate or as_json else []
+    if as_json:
+        _emit_json(
+            {
+                "provider": provider,
+                "request": request,
+                "violations": [_to_builtins(v) for v in violations],
+            }
+        )
+    else:
+        click.echo(json.dumps(request, indent=2, ensure_ascii=False))
+    for violation in violations:
+        where = f" (call {violation.call_id})" if violation.call_id else ""
+        click.echo(f"violation: item {violation.index}: {violation.message}{where}", err=True)
+    if validate and violations:
+        click.echo(
+            "hint: run `turnlog recover` on the session, or export with --patch-in-memory",
+            err=True,
+        )
+        sys.exit(EXIT_FINDINGS)
 
 
 @main.command("demo")
