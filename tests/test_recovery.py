@@ -224,8 +224,8 @@ def test_recover_through_a_store() -> None:
     writer.append(log[1:], expected_seq=1, sync=True)
     writer.close()
     first = turnlog.recover(store, "s1")
-    assert len(first.events) == 3
-    assert turnlog.recover(store, "s1").events == ()
+    assert len(first.plan.events) == 3
+    assert turnlog.recover(store, "s1").plan.events == ()
     assert store.read("s1")[: len(log)] == log
 
 

@@ -105,9 +105,9 @@ def test_tail_decides_like_a_full_fold(store: Store) -> None:
 
 def test_recover_through_the_contract(store: Store) -> None:
     populate(store)
-    repairs = turnlog.recover(store, "s1")
+    repairs = turnlog.recover(store, "s1").plan
     assert [e.type for e in repairs.events] == ["tool_result", "turn_end"]
-    assert turnlog.recover(store, "s1").events == ()
+    assert turnlog.recover(store, "s1").plan.events == ()
     assert store.read("s1")[: len(LOG)] == LOG
     assert not turnlog.interrupted(store.read("s1"))
 

@@ -53,6 +53,7 @@ from turnlog.fork import fork
 from turnlog.log import Log, open
 from turnlog.recovery import (
     Plan,
+    Recovery,
     interrupted,
     open_turns,
     patch_dangling_tool_calls,
@@ -86,6 +87,7 @@ __all__ = [
     "Parent",
     "Plan",
     "Problem",
+    "Recovery",
     "Risk",
     "RunRevived",
     "SeqConflictError",

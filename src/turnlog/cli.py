@@ -24,11 +24,10 @@ from turnlog.errors import (
 )
 from turnlog.fold import fold
 from turnlog.fork import fork
-from turnlog.log import Log
 from turnlog.providers import PROVIDERS
 from turnlog.providers import render as render_request
 from turnlog.providers import validate as validate_request
-from turnlog.recovery import patch_dangling_tool_calls, plan
+from turnlog.recovery import patch_dangling_tool_calls, plan, recover
 from turnlog.render import (
     render_events,
     render_inspection,
@@ -287,13 +286,8 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
     A torn tail is moved to a sidecar file first. Running it again appends nothing.
     """
     store, session_id = resolve(session, store_url)
-    writer = store.writer(session_id, force=force)
-    events = writer.loaded_events
-    if events is None:
-        events = store.read(session_id)
-    with Log(store, writer, events) as log:
-        repairs = log.recover()
-        torn = log.torn_tail
+    recovery = recover(store, session_id, force=force)
+    repairs, torn = recovery.plan, recovery.torn_tail
     if as_json:
         _emit_json(
             {

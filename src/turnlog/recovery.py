@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from turnlog import events as ev
+from turnlog.damage import TornTail
 from turnlog.events import Event, Idempotency, Origin, Risk, TurnEndReason
 from turnlog.fold import CallSighting, Fold, Message, OpenTurn, SessionState
 
@@ -209,18 +210,27 @@ def interrupted(events: Iterable[Event]) -> bool:
     return bool(open_turns(events))
 
 
-def recover(store: Store, session_id: str) -> Plan:
+class Recovery(msgspec.Struct, frozen=True, kw_only=True):
+    """What `recover` appended, and the torn tail it moved aside first."""
+
+    plan: Plan
+    torn_tail: TornTail | None = None
+
+
+def recover(store: Store, session_id: str, *, force: bool = False) -> Recovery:
     """Append the repair plan to a stored session, under the writer lock.
 
-    Returns the plan that was appended (empty when nothing was owed).
-    Idempotent: a recovered session plans nothing.
+    Reads only the tail: the open turn and its calls are all after the last
+    turn boundary, so a 10 GB log costs what a 10 KB one does. A torn tail is
+    moved aside first. Idempotent: a recovered session plans nothing.
     """
-    with store.writer(session_id) as writer:
-        events = store.read(session_id)
-        repairs = plan(events)
+    with store.writer(session_id, force=force, check="tail") as writer:
+        state = store.read_tail(session_id).fold()
+        repairs = plan_state(state)
         if repairs.events:
             writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
-        return repairs
+        # Warnings from a tail fold speak of a cut, not of the log.
+        return Recovery(plan=Plan(events=repairs.events), torn_tail=writer.torn_tail)
 
 
 _PATCH_TEXT = (

@@ -90,10 +90,12 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def writer(self, session_id: str, *, force: bool = False) -> StoreWriter:
+    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         """Take the session's writer lock. Raises `SessionLockedError` when a
         live writer holds it, `SessionNotFoundError` when there is no session.
-        `force` writes without the lock: only for a holder known to be stuck."""
+        `force` writes without the lock: only for a holder known to be stuck.
+        `check="tail"` validates only the end of the log, for appenders (such
+        as recovery) that need nothing else; `"full"` checks every record."""
 
     @abc.abstractmethod
     def read(self, session_id: str, from_seq: int = 0) -> list[Event]:

@@ -556,26 +556,33 @@ class JSONLStore(Store):
         finally:
             os.close(dir_fd)
 
-    def writer(self, session_id: str, *, force: bool = False) -> StoreWriter:
+    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         path = self.path(session_id)
+        if check not in ("full", "tail"):
+            raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
         fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
         try:
             if not force:
                 self._lock(fd, session_id)
-            with os.fdopen(os.dup(fd), "rb") as f:
-                scan = self._scan_file(f)
-            problem = scan.first_corruption()
-            if problem is not None:
-                raise CorruptLogError(
-                    f"damaged record before later valid ones: {problem.message}",
-                    path=path,
-                    line=problem.line,
-                    offset=problem.offset,
-                )
-            torn = scan.torn
+            events: list[Event] | None = None
+            if check == "full":
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    scan = self._scan_file(f)
+                problem = scan.first_corruption()
+                if problem is not None:
+                    raise CorruptLogError(
+                        f"damaged record before later valid ones: {problem.message}",
+                        path=path,
+                        line=problem.line,
+                        offset=problem.offset,
+                    )
+                torn, valid_size, events = scan.torn, scan.valid_size_bytes, scan.events
+                next_seq = len(events)
+            else:
+                torn, valid_size, next_seq = self._tail_boundary(fd)
             if torn is not None:
                 torn = self._quarantine(fd, session_id, torn)
-            if not scan.events:
+            if next_seq == 0:
                 raise FormatError(
                     f"{path} holds no session header",
                     hint="the session was never fully created; create it again",
@@ -584,9 +591,9 @@ class JSONLStore(Store):
                 self,
                 fd,
                 path,
-                size_bytes=scan.valid_size_bytes,
-                next_seq=len(scan.events),
-                events=scan.events,
+                size_bytes=valid_size,
+                next_seq=next_seq,
+                events=events,
                 torn=torn,
             )
         except OSError as exc:
@@ -595,6 +602,23 @@ class JSONLStore(Store):
         except BaseException:
             os.close(fd)
             raise
+
+    def _tail_boundary(self, fd: int) -> tuple[TornTail | None, int, int]:
+        """(torn tail, valid size, next seq) from the last whole record, read
+        backwards: what appending needs, at the cost of the tail alone."""
+        end = os.fstat(fd).st_size
+        for offset, raw in self._lines_newest_first(fd, [0]):
+            if not raw.endswith(b"\n") or not raw[:-1].strip(b" \t\r"):
+                continue
+            try:
+                event, _ = decode_line(raw[:-1])
+            except FormatError:
+                continue
+            valid = offset + len(raw)
+            torn = TornTail(offset=valid, size_bytes=end - valid) if valid < end else None
+            return torn, valid, event.seq + 1
+        torn = TornTail(offset=0, size_bytes=end) if end else None
+        return torn, 0, 0
 
     def _quarantine(self, fd: int, session_id: str, torn: TornTail) -> TornTail:
         """Copy the torn bytes to a sidecar (synced), then cut the file back.

@@ -72,7 +72,7 @@ class MemoryStore(Store):
             self._locked.add(session_id)
         return _MemoryWriter(self, session_id)
 
-    def writer(self, session_id: str, *, force: bool = False) -> StoreWriter:
+    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         validate_session_id(session_id)
         with self._mutex:
             if session_id not in self._sessions:
