@@ -215,7 +215,9 @@ class _JSONLWriter(StoreWriter):
         return self._fd
 
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
-        fd = self._require_fd()
+        fd = self._fd
+        if fd is None or self._poisoned is not None:
+            fd = self._require_fd()
         if expected_seq != self._next_seq:
             raise SeqConflictError(
                 f"{self._path}: expected next seq {expected_seq}, the file's next seq is "
@@ -223,15 +225,18 @@ class _JSONLWriter(StoreWriter):
                 expected=expected_seq,
                 actual=self._next_seq,
             )
-        lines = []
-        for offset, event in enumerate(events):
-            if event.seq != expected_seq + offset:
-                raise UsageError(
-                    f"events must be contiguous: got seq {event.seq}, "
-                    f"expected {expected_seq + offset}"
-                )
-            lines.append(encode_line(event))
-        data = b"".join(lines)
+        if len(events) == 1 and events[0].seq == expected_seq:
+            data = encode_line(events[0])  # the common case, kept short
+        else:
+            lines = []
+            for offset, event in enumerate(events):
+                if event.seq != expected_seq + offset:
+                    raise UsageError(
+                        f"events must be contiguous: got seq {event.seq}, "
+                        f"expected {expected_seq + offset}"
+                    )
+                lines.append(encode_line(event))
+            data = b"".join(lines)
         try:
             written = self._io.write(fd, data)
         except OSError as exc:

@@ -21,9 +21,8 @@ _HEX: Final = frozenset(b"0123456789abcdef")
 
 def encode_line(event: Event) -> bytes:
     """The event as one checksummed line, newline included."""
-    body = encode_event(event)
-    prefix = body[:-1]
-    return b'%s%s%08x"}\n' % (prefix, CRC_OPEN, zlib.crc32(prefix))
+    prefix = encode_event(event)[:-1]
+    return prefix + (b',"crc":"%08x"}\n' % zlib.crc32(prefix))
 
 
 def check_crc(line: bytes) -> bool | None:
