@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, TypeAlias, cast
+from typing import Any, ClassVar, Final, TypeAlias, Union, cast
 
 import msgspec
 
@@ -57,7 +57,12 @@ class Idempotency(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-class _Data(msgspec.Struct, kw_only=True, omit_defaults=True):
+# Payloads and events hold JSON data only, which cannot form reference
+# cycles, so they opt out of the cycle collector (`gc=False`): loading a long
+# session then allocates millions of objects without triggering GC passes.
+
+
+class _Data(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Base of every event payload; `TYPE` is the event's type name on disk."""
 
     TYPE: ClassVar[str] = ""
@@ -66,24 +71,24 @@ class _Data(msgspec.Struct, kw_only=True, omit_defaults=True):
 # -- nested records ---------------------------------------------------------
 
 
-class Agent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Agent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     id: str | None = None
     type: str | None = None
     label: str | None = None
 
 
-class Parent(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Parent(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     session_id: str
     seed_length: int
 
 
-class SpawnedBy(msgspec.Struct, kw_only=True, omit_defaults=True):
+class SpawnedBy(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     session_id: str
     call_id: str | None = None
     agent_id: str | None = None
 
 
-class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True):
+class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """One call an assistant message asks for. `extra` keeps provider-only opaque
     fields (a Gemini thought signature, say) verbatim."""
 
@@ -253,7 +258,7 @@ SURFACE_TYPES: Final = frozenset(
 )
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True):
+class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One record of a session: its position, payload, time and who wrote it."""
 
     seq: int
@@ -355,12 +360,56 @@ def decode_data(type_name: str, raw: bytes | msgspec.Raw, *, line: int | None = 
     raise UnknownEventTypeError(f"unknown event type {type_name!r}", line=line)
 
 
+def _typed_envelope(name: str, data_type: type[_Data]) -> type:
+    # One envelope struct per type, tagged by the "type" member, so a whole
+    # record decodes in a single pass straight into its typed payload.
+    return msgspec.defstruct(
+        f"_Envelope_{name}",
+        [
+            ("seq", int),
+            ("data", data_type),
+            ("ts", str | None, None),
+            ("origin", str | None, None),
+            ("crc", str | None, None),
+        ],
+        tag=name,
+        tag_field="type",
+        forbid_unknown_fields=True,
+        kw_only=True,
+        gc=False,
+    )
+
+
+_fast_decoder: Final = msgspec.json.Decoder(
+    Union[tuple(_typed_envelope(name, cls) for name, cls in VOCABULARY.items())]  # type: ignore[valid-type]  # noqa: UP007
+)
+
+
+def decode_checked_record(record: bytes) -> Event | None:
+    """One-pass decode of a record whose checksum already matched; None when
+    it needs the careful path (custom type, missing data, or an error)."""
+    try:
+        fast = _fast_decoder.decode(record)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return Event(seq=fast.seq, data=fast.data, ts=fast.ts, origin=fast.origin)
+
+
 def decode_event(record: bytes | str, *, line: int | None = None) -> Event:
     """Decode one record (a JSON object, with or without a trailing `crc` member)."""
     if len(record) > MAX_RECORD_BYTES:
         raise LimitExceededError(
             f"record is {len(record)} bytes, over the {MAX_RECORD_BYTES}-byte limit", line=line
         )
+    try:
+        fast = _fast_decoder.decode(record)
+    except (msgspec.DecodeError, RecursionError):
+        # Custom types, records without `data`, and every error take the
+        # careful path below, which also words the error.
+        pass
+    else:
+        if fast.seq >= 0:
+            return Event(seq=fast.seq, data=fast.data, ts=fast.ts, origin=fast.origin)
     try:
         envelope = _envelope_decoder.decode(record)
     except msgspec.DecodeError as exc:

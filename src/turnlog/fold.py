@@ -11,7 +11,7 @@ from turnlog import events as ev
 from turnlog.events import Content, Event, ToolCall
 
 
-class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """One provider-neutral transcript entry.
 
     `role` is "system", "user", "assistant" or "tool". A compaction summary is
