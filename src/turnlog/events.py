@@ -381,7 +381,7 @@ def _typed_envelope(name: str, data_type: type[_Data]) -> type:
 
 
 _fast_decoder: Final = msgspec.json.Decoder(
-    Union[tuple(_typed_envelope(name, cls) for name, cls in VOCABULARY.items())]  # type: ignore[valid-type]  # noqa: UP007
+    Union[tuple(_typed_envelope(name, cls) for name, cls in VOCABULARY.items())]  # noqa: UP007
 )
 
 
