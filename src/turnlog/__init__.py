@@ -60,6 +60,7 @@ from turnlog.recovery import (
     plan,
     recover,
 )
+from turnlog.revival import Inspection, Revival, inspect, revive
 from turnlog.stores import JSONLStore, MemoryStore, Store, open_store
 
 __version__ = "0.1.0"
@@ -76,6 +77,7 @@ __all__ = [
     "ForkBoundaryError",
     "FormatError",
     "Idempotency",
+    "Inspection",
     "InvalidSessionIdError",
     "JSONLStore",
     "LimitExceededError",
@@ -88,6 +90,7 @@ __all__ = [
     "Plan",
     "Problem",
     "Recovery",
+    "Revival",
     "Risk",
     "RunRevived",
     "SeqConflictError",
@@ -120,6 +123,7 @@ __all__ = [
     "encode_event",
     "fold",
     "fork",
+    "inspect",
     "interrupted",
     "open",
     "open_store",
@@ -127,4 +131,5 @@ __all__ = [
     "patch_dangling_tool_calls",
     "plan",
     "recover",
+    "revive",
 ]

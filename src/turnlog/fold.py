@@ -183,15 +183,18 @@ class Fold:
             self.apply(event)
 
     def apply(self, event: Event) -> None:
-        if event.seq != self._next_seq:
-            self._warnings.append(f"seq {event.seq} follows seq {self._next_seq - 1}")
-        self._next_seq = event.seq + 1
-        if event.ts is not None:
-            self._last_ts = event.ts
+        seq = event.seq
+        if seq != self._next_seq:
+            self._warnings.append(f"seq {seq} follows seq {self._next_seq - 1}")
+        self._next_seq = seq + 1
+        ts = event.ts
+        if ts is not None:
+            self._last_ts = ts
         self._snapshot = None
-        handler = self._handlers.get(type(event.data))
+        data = event.data
+        handler = self._handlers.get(type(data))
         if handler is not None:
-            handler(event, event.data)
+            handler(event, data)
 
     def resume_at(self, next_seq: int, *, revivals: int = 0) -> None:
         """Continue from a later seq, for tail reads that skip the middle of a log.

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
 from typing import Final
 
 import msgspec
 
 from turnlog.errors import FormatError
 from turnlog.events import (
-    MAX_RECORD_BYTES,
     Event,
-    decode_checked_record,
     decode_event,
     encode_event,
 )
@@ -41,16 +38,6 @@ def check_crc(line: bytes) -> bool | None:
     if line[-2:] != b'"}' or not _HEX.issuperset(digits):
         return False
     return int(digits, 16) == zlib.crc32(line[:-CRC_SUFFIX_BYTES])
-
-
-def decode_checked_line(raw: bytes, crc32: Callable[[bytes], int] = zlib.crc32) -> Event | None:
-    """The event of a newline-terminated line with a matching checksum, in
-    one pass; None for anything else (the caller then uses `decode_line`)."""
-    if raw[-19:-11] != CRC_OPEN or raw[-3:] != b'"}\n' or len(raw) > MAX_RECORD_BYTES + 1:
-        return None
-    if b"%08x" % crc32(raw[:-19]) != raw[-11:-3]:
-        return None
-    return decode_checked_record(raw)
 
 
 def decode_line(line: bytes, *, line_number: int | None = None) -> tuple[Event, bool]:
