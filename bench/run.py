@@ -373,7 +373,11 @@ def bench_marginal(lengths: list[int], appends: int) -> list[dict[str, Any]]:
             loop.run_until_complete(session.add_items([item] * length))
             per_subject.setdefault("openai-agents SQLiteSession.add_items", {})[length] = (
                 _time_appends(
-                    lambda i: loop.run_until_complete(session.add_items([item])), appends, 5.0
+                    lambda i, loop=loop, session=session, item=item: loop.run_until_complete(
+                        session.add_items([item])
+                    ),
+                    appends,
+                    5.0,
                 )
             )
             loop.close()
@@ -394,7 +398,7 @@ def bench_marginal(lengths: list[int], appends: int) -> list[dict[str, Any]]:
             )
             per_subject.setdefault("LangGraph SqliteSaver (checkpoint per message)", {})[length] = (
                 _time_appends(
-                    lambda i: app.update_state(
+                    lambda i, app=app, config=config: app.update_state(
                         config, {"messages": [HumanMessage(content="next", id=f"n{i}")]}
                     ),
                     appends,
@@ -411,7 +415,9 @@ def bench_marginal(lengths: list[int], appends: int) -> list[dict[str, Any]]:
             write_langchain_history(history_path, length, str(USER.content))
             history = FileChatMessageHistory(str(history_path))
             per_subject.setdefault("LangChain FileChatMessageHistory", {})[length] = _time_appends(
-                lambda i: history.add_message(HumanMessage(content="next")), appends, 8.0
+                lambda i, history=history: history.add_message(HumanMessage(content="next")),
+                appends,
+                8.0,
             )
         except ImportError:
             pass
@@ -467,8 +473,7 @@ def bench_load(events: int, rounds: int) -> list[dict[str, Any]]:
     except ImportError:
         pass
     try:
-        from langchain_community.chat_message_histories import FileChatMessageHistory
-        from langchain_core.messages import HumanMessage
+        import langchain_community.chat_message_histories  # noqa: F401 - the loader needs it
 
         write_langchain_history(base / "h.json", count, "x" * 300)
         subjects["LangChain FileChatMessageHistory.messages"] = (
