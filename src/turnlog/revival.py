@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -55,14 +55,14 @@ class Inspection(msgspec.Struct, frozen=True, kw_only=True):
     status: str
     revivable: bool
     reason: str
-    events: int
-    turns: int
-    open_turn: OpenTurnRef | None
-    owed_calls: tuple[OwedCall, ...]
-    revivals: int
     max_revivals: int
-    torn_tail: TornTail | None
-    problems: tuple[Problem, ...]
+    events: int = 0
+    turns: int = 0
+    open_turn: OpenTurnRef | None = None
+    owed_calls: tuple[OwedCall, ...] = ()
+    revivals: int = 0
+    torn_tail: TornTail | None = None
+    problems: tuple[Problem, ...] = ()
     holder_pid: int | None = None
     last_activity: str | None = None
     path: str | None = None
@@ -100,22 +100,17 @@ def is_finished(state: SessionState) -> bool:
     return False
 
 
-def _unreadable(
-    session_id: str | None, status: str, problem: Problem, max_revivals: int
+def _without_state(
+    session_id: str | None, status: str, max_revivals: int, **found: Any
 ) -> Inspection:
+    """An inspection of a session that has no state to fold (empty, unreadable, corrupt)."""
     return Inspection(
         session_id=session_id,
         status=status,
         revivable=False,
         reason=status,
-        events=0,
-        turns=0,
-        open_turn=None,
-        owed_calls=(),
-        revivals=0,
         max_revivals=max_revivals,
-        torn_tail=None,
-        problems=(problem,),
+        **found,
     )
 
 
@@ -143,24 +138,18 @@ def inspect(
         raise
     except CorruptLogError as exc:
         problem = Problem(message=exc.message, line=exc.line, offset=exc.offset)
-        return _unreadable(session_id, "corrupt", problem, max_revivals)
+        return _without_state(session_id, "corrupt", max_revivals, problems=(problem,))
     except (TurnlogError, OSError) as exc:
-        return _unreadable(session_id, "unreadable", Problem(message=str(exc)), max_revivals)
+        problem = Problem(message=str(exc))
+        return _without_state(session_id, "unreadable", max_revivals, problems=(problem,))
     first = tail.header or (tail.events[0] if tail.events else None)
     if first is None:
         # Bytes but not one valid record is not a turnlog session at all.
         status = "unreadable" if tail.problems else "empty"
-        return Inspection(
-            session_id=session_id,
-            status=status,
-            revivable=False,
-            reason=status,
-            events=0,
-            turns=0,
-            open_turn=None,
-            owed_calls=(),
-            revivals=0,
-            max_revivals=max_revivals,
+        return _without_state(
+            session_id,
+            status,
+            max_revivals,
             torn_tail=tail.torn,
             problems=tail.problems,
             path=where,
@@ -168,7 +157,7 @@ def inspect(
         )
     if first.seq != 0 or not isinstance(first.data, ev.Session):
         problem = Problem(message="the first record is not a turnlog session header", line=1)
-        return _unreadable(session_id, "unreadable", problem, max_revivals)
+        return _without_state(session_id, "unreadable", max_revivals, problems=(problem,))
     state = tail.fold()
     running = holder is not False
     turn = state.open_turn
