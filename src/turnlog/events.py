@@ -299,7 +299,7 @@ def encode_data(data: EventData) -> bytes:
     return _encoder.encode(data)
 
 
-class _OutEnvelope(msgspec.Struct, omit_defaults=True, kw_only=True):
+class _OutEnvelope(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     # Field order is the format's member order; None members are left out.
     seq: int
     type: str
@@ -317,15 +317,15 @@ def encode_event(event: Event) -> bytes:
     """
     data = event.data
     try:
-        record = _encoder.encode(
-            _OutEnvelope(
-                seq=event.seq,
-                type=data.type if isinstance(data, Custom) else data.TYPE,
-                ts=event.ts,
-                data=data.fields if isinstance(data, Custom) else data,
-                origin=event.origin,
+        if type(data) is Custom:
+            envelope = _OutEnvelope(
+                seq=event.seq, type=data.type, ts=event.ts, data=data.fields, origin=event.origin
             )
-        )
+        else:
+            envelope = _OutEnvelope(
+                seq=event.seq, type=data.TYPE, ts=event.ts, data=data, origin=event.origin
+            )
+        record = _encoder.encode(envelope)
     except UnicodeEncodeError as exc:
         raise FormatError(
             f"event {event.seq} holds text that is not valid Unicode: {exc.reason}",

@@ -43,8 +43,7 @@ def utc_now() -> str:
     append was a third of the append cost.
     """
     global _second, _second_prefix
-    now_us = time.time_ns() // 1000
-    second, micros = divmod(now_us, 1_000_000)
+    second, micros = divmod(time.time_ns() // 1000, 1_000_000)
     if second != _second:
         stamp = dt.datetime.fromtimestamp(second, dt.UTC)
         _second_prefix = stamp.strftime("%Y-%m-%dT%H:%M:%S.")
@@ -167,9 +166,18 @@ class Log:
         self, data: EventData, *, origin: str | None = None, sync: bool | None = None
     ) -> Event:
         """Append one payload; returns the stored event. `sync` overrides the mode."""
+        # The hot path of every agent loop: `_write` inlined for one event.
         writer = self._writer or self._require_writer()
-        event = Event(seq=self._fold.next_seq, data=data, ts=utc_now(), origin=origin)
-        self._write(writer, [event], sync)
+        fold = self._fold
+        event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
+        if sync is None:
+            mode = self._durability
+            sync = mode == "always" or (mode == "barrier" and isinstance(data, _BARRIER_TYPES))
+        writer.append((event,), expected_seq=event.seq, sync=sync)
+        fold.apply(event)
+        if self._subscribers:
+            for callback in self._subscribers:
+                callback((event,), sync)
         return event
 
     def _sync_needed(self, batch: Sequence[Event]) -> bool:

@@ -212,6 +212,7 @@ class _JSONLWriter(StoreWriter):
     ) -> None:
         self._store = store
         self._io = store.io
+        self._write = store.io.write
         self._fd: int | None = fd
         self._path = path
         self._size = size_bytes
@@ -261,7 +262,7 @@ class _JSONLWriter(StoreWriter):
                 lines.append(encode_line(event))
             data = b"".join(lines)
         try:
-            written = self._io.write(fd, data)
+            written = self._write(fd, data)
         except OSError as exc:
             self._cut_back(fd)
             raise _translate(exc, "append to", self._path) from exc
