@@ -360,8 +360,12 @@ def bench_marginal(lengths: list[int], appends: int) -> list[dict[str, Any]]:
         # turnlog, barrier mode: the append of a message is written, not synced.
         path = base / f"t{length}.jsonl"
         write_session(path, events=length, result_bytes=100, crashed=False)
+        # Flush the prepared data first, so the kernel's writeback of it does
+        # not land in the middle of the appends being timed.
+        os.sync()
         with turnlog.open(path) as log:
             # Appends cost microseconds: time many, in rounds, and keep the median.
+            _time_appends(lambda i, log=log: log.append(USER), 5_000, 5.0)  # warm-up, discarded
             per_subject.setdefault("turnlog (barrier)", {})[length] = statistics.median(
                 _time_appends(lambda i, log=log: log.append(USER), 5_000, 5.0) for _ in range(5)
             )
@@ -372,6 +376,7 @@ def bench_marginal(lengths: list[int], appends: int) -> list[dict[str, Any]]:
             item = {"role": "user", "content": USER.content}
             loop = asyncio.new_event_loop()
             loop.run_until_complete(session.add_items([item] * length))
+            os.sync()
             per_subject.setdefault("openai-agents SQLiteSession.add_items", {})[length] = (
                 _time_appends(
                     lambda i, loop=loop, session=session, item=item: loop.run_until_complete(
@@ -397,6 +402,7 @@ def bench_marginal(lengths: list[int], appends: int) -> list[dict[str, Any]]:
                     ]
                 },
             )
+            os.sync()
             per_subject.setdefault("LangGraph SqliteSaver (checkpoint per message)", {})[length] = (
                 _time_appends(
                     lambda i, app=app, config=config: app.update_state(
@@ -414,6 +420,7 @@ def bench_marginal(lengths: list[int], appends: int) -> list[dict[str, Any]]:
 
             history_path = base / f"h{length}.json"
             write_langchain_history(history_path, length, str(USER.content))
+            os.sync()
             history = FileChatMessageHistory(str(history_path))
             per_subject.setdefault("LangChain FileChatMessageHistory", {})[length] = _time_appends(
                 lambda i, history=history: history.add_message(HumanMessage(content="next")),
