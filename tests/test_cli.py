@@ -139,13 +139,14 @@ def test_plan_check_and_recover_idempotent(sessions: Path) -> None:
 
 def test_recover_quarantines_torn_tail(sessions: Path) -> None:
     path = sessions / "rule-r1.jsonl"
+    valid_size = path.stat().st_size
     with open(path, "ab") as f:
         f.write(b"\x00" * 100)
     code, out, _ = run("recover", str(path))
     assert code == 0 and "torn tail of 100 bytes" in out
-    assert (sessions / f"rule-r1.jsonl.torn-{path.stat().st_size - 0}").exists() or any(
-        p.name.startswith("rule-r1.jsonl.torn-") for p in sessions.iterdir()
-    )
+    sidecar = sessions / f"rule-r1.jsonl.torn-{valid_size}"
+    assert sidecar.read_bytes() == b"\x00" * 100
+    assert b"\x00" not in path.read_bytes()
 
 
 def test_recover_refuses_a_live_writer_unless_forced(tmp_path: Path) -> None:
