@@ -117,6 +117,7 @@ def test_inspect_torn_tail(sessions: Path) -> None:
     code, found = as_json("inspect", str(path))
     assert code == 0 and found["status"] == "interrupted"
     assert found["torn_tail"]["offset"] == path.stat().st_size - 25
+    assert found["torn_tail"]["bytes"] == 25
 
 
 # -- plan and recover ------------------------------------------------------------------

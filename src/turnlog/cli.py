@@ -233,6 +233,9 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
     if as_json:
         document = _to_builtins(found)
         document.pop("bytes_read", None)
+        if document["torn_tail"] is not None:
+            # The documented key; `size_bytes` is the library's field name.
+            document["torn_tail"]["bytes"] = document["torn_tail"]["size_bytes"]
         _emit_json(document)
     else:
         render_inspection(_console(), found)
