@@ -186,3 +186,31 @@ def test_tail_read_does_not_grow_with_the_log(tmp_path: Path) -> None:
     assert os.path.getsize(tmp_path / "large.jsonl") > 15_000_000
     assert sizes["large"] <= 2 * 64 * 1024
     assert sizes["small"] <= sizes["large"]
+
+
+def test_backward_line_reader_matches_a_forward_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    import turnlog.stores.jsonl as jsonl
+
+    # Tiny blocks so lines span many of them.
+    monkeypatch.setattr(jsonl, "TAIL_BLOCK_BYTES", 7)
+    store = JSONLStore(tmp_path)
+    rng = random.Random(3)
+    pieces = [b"a", b"bb", b"\n", b"ccc\n", b"dddddddddddd", b"\n\n"]
+    for _ in range(300):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        path = tmp_path / "x.jsonl"
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            newest_first = list(store._lines_newest_first(fd, [0]))
+        finally:
+            os.close(fd)
+        expected, offset = [], 0
+        for line in data.splitlines(keepends=True):
+            expected.append((offset, line))
+            offset += len(line)
+        assert newest_first[::-1] == expected, data

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import fcntl
@@ -401,31 +402,37 @@ class JSONLStore(Store):
 
     def _lines_newest_first(self, fd: int, counter: list[int]) -> Iterator[tuple[int, bytes]]:
         """(offset, line) pairs from EOF backwards, each line with its newline
-        if it had one; `counter[0]` accumulates the bytes read."""
+        if it had one; `counter[0]` accumulates the bytes read.
+
+        A line longer than a block is gathered as a list of blocks and joined
+        once, so a huge line costs its length, not its length squared.
+        """
         end = os.fstat(fd).st_size
         pos = end
-        carry = b""
+        # Blocks after `pos` that hold the start of the newest unfinished line.
+        carry: collections.deque[bytes] = collections.deque()
+        carry_bytes = 0
         while pos > 0:
             start = max(0, pos - TAIL_BLOCK_BYTES)
             block = os.pread(fd, pos - start, start)
             counter[0] += len(block)
-            buffer = block + carry
             pos = start
-            # Keep the first (possibly partial) line for the next block.
-            cut = buffer.find(b"\n")
+            cut = block.find(b"\n")
             if cut < 0 and pos > 0:
-                carry = buffer
-                if len(carry) > MAX_RECORD_BYTES + 1:
-                    yield pos, carry  # too long to be a record; let the caller report it
-                    carry = b""
+                carry.appendleft(block)
+                carry_bytes += len(block)
+                if carry_bytes > MAX_RECORD_BYTES + 1:
+                    # Too long to be a record: hand it over for the caller to report.
+                    yield pos, b"".join(carry)
+                    carry.clear()
+                    carry_bytes = 0
                 continue
-            if pos == 0:
-                head, rest = b"", buffer
-            else:
-                head, rest = buffer[: cut + 1], buffer[cut + 1 :]
+            head_size = 0 if pos == 0 else cut + 1
+            carry.appendleft(block[head_size:])
+            rest = b"".join(carry)
             lines = rest.split(b"\n")
             # split leaves "" after a trailing newline; put newlines back.
-            line_offset = pos + len(head)
+            line_offset = pos + head_size
             spans = []
             for piece in lines[:-1]:
                 spans.append((line_offset, piece + b"\n"))
@@ -433,7 +440,9 @@ class JSONLStore(Store):
             if lines[-1]:
                 spans.append((line_offset, lines[-1]))
             yield from reversed(spans)
-            carry = head
+            carry.clear()
+            carry.append(block[:head_size])
+            carry_bytes = head_size
 
     def read_tail(self, session_id: str) -> Tail:
         """The tail that decides the state, read backwards from EOF.
