@@ -243,6 +243,24 @@ class Fold:
     def step_open(self) -> bool:
         return bool(self._turns_open) and self._turns_open[-1].open_step is not None
 
+    @property
+    def revivals(self) -> int:
+        return self._revivals
+
+    @property
+    def last_turn_number(self) -> int:
+        """The last turn's number, or the count of turns when none was numbered."""
+        return self._last_turn if self._last_turn is not None else self._turns
+
+    def is_answered(self, call_id: str) -> bool:
+        return call_id in self._answered
+
+    def owed_in_open_turn(self) -> list[str]:
+        """Unanswered calls of the innermost open turn, without building a snapshot."""
+        if not self._turns_open:
+            return []
+        return [c for c in self._turns_open[-1].calls if c not in self._answered]
+
     # -- handlers -----------------------------------------------------------
 
     def _on_session(self, event: Event, data: ev.Session) -> None:

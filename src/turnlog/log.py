@@ -232,9 +232,9 @@ class Log:
                 "a turn is already open; turns never nest",
                 hint="end the open turn first, or recover the session if it crashed",
             )
-        state = self._fold.state
-        number = (state.last_turn or state.turns) + 1
-        self.append(ev.TurnStart(turn=number, revivals=state.revivals))
+        # Cheap accessors, not `state`: a snapshot copies the whole transcript.
+        number = self._fold.last_turn_number + 1
+        self.append(ev.TurnStart(turn=number, revivals=self._fold.revivals))
         turn = Turn(number)
         self._turn = turn
         try:
@@ -248,8 +248,9 @@ class Log:
             self._unwind(exc, reason=reason.value)
             raise
         else:
-            if self._fold.state.owed_calls:
-                owed = ", ".join(call.call_id for call in self._fold.state.owed_calls)
+            unanswered = self._fold.owed_in_open_turn()
+            if unanswered:
+                owed = ", ".join(unanswered)
                 error = UsageError(
                     f"turn {number} ended with calls still unanswered: {owed}",
                     hint="record a result for every call the turn requested",
@@ -298,7 +299,7 @@ class Log:
             raise UsageError(
                 "a dispatch must be inside a turn", hint="use `with log.turn():` first"
             )
-        if call.id in self._fold.state.answered:
+        if self._fold.is_answered(call.id):
             raise UsageError(
                 f"call {call.id!r} already has a result; tool calls are never replayed"
             )
