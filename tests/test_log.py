@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fileio_doubles import RecordingIO
 
 import turnlog
+from fileio_doubles import RecordingIO
 from turnlog import events as ev
 from turnlog.fold import Fold
 from turnlog.stores import JSONLStore, MemoryStore
@@ -75,19 +75,16 @@ def test_turn_ending_with_unanswered_calls_is_an_error_and_closed() -> None:
 
 def test_structure_misuse_is_refused() -> None:
     log = new_log()
-    with pytest.raises(turnlog.UsageError):
-        with log.step():
-            pass
+    with pytest.raises(turnlog.UsageError), log.step():
+        pass
     with log.turn():
-        with pytest.raises(turnlog.UsageError, match="never nest"):
-            with log.turn():
-                pass
+        with pytest.raises(turnlog.UsageError, match="never nest"), log.turn():
+            pass
         log.assistant("", CALLS[:1])
         with log.dispatch(CALLS[0]) as running:
             running.result("paid")
-        with pytest.raises(turnlog.UsageError, match="never replayed"):
-            with log.dispatch(CALLS[0]):
-                pass
+        with pytest.raises(turnlog.UsageError, match="never replayed"), log.dispatch(CALLS[0]):
+            pass
 
 
 def test_hot_path_never_builds_a_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,16 +105,16 @@ def test_hot_path_never_builds_a_snapshot(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_barrier_syncs_dispatch_before_it_returns(tmp_path: Path) -> None:
     io = RecordingIO()
-    with turnlog.open(JSONLStore(tmp_path, io=io), "b", create=True) as log:
-        with log.turn(), log.step():
-            log.assistant("", CALLS[:1])
-            before = len(io.ops)
-            with log.dispatch(CALLS[0]) as running:
-                # Inside the tool body: the dispatch is written and synced.
-                kinds = [op[0] for op in io.ops[before:]]
-                assert kinds == ["write", "fsync"]
-                running.result("paid")
-            assert [op[0] for op in io.ops[before + 2 :]] == ["write"]  # the result: not synced
+    log = turnlog.open(JSONLStore(tmp_path, io=io), "b", create=True)
+    with log, log.turn(), log.step():
+        log.assistant("", CALLS[:1])
+        before = len(io.ops)
+        with log.dispatch(CALLS[0]) as running:
+            # Inside the tool body: the dispatch is written and synced.
+            kinds = [op[0] for op in io.ops[before:]]
+            assert kinds == ["write", "fsync"]
+            running.result("paid")
+        assert [op[0] for op in io.ops[before + 2 :]] == ["write"]  # the result: not synced
 
 
 def test_revive_counts_from_the_log_and_stops_at_the_cap() -> None:
