@@ -17,7 +17,7 @@ from turnlog.damage import TornTail
 from turnlog.errors import SessionNotFoundError, TurnlogError, UsageError
 from turnlog.events import Content, Event, EventData, Origin, ToolCall, TurnEndReason
 from turnlog.fold import Fold, Message, SessionState
-from turnlog.recovery import Plan, plan_state, unwind_events
+from turnlog.recovery import Plan, plan_state, unwind_events, unwind_result
 from turnlog.stores import open_store
 from turnlog.stores.base import Store, StoreWriter
 
@@ -318,22 +318,8 @@ class Log:
                 self._unwind_call(call, "the tool block ended without recording a result")
 
     def _unwind_call(self, call: ToolCall, error: str) -> None:
-        text = (
-            f"[turnlog] Tool call `{call.name}` ({call.id}) was running when the agent "
-            f"stopped it ({error}). It may have taken effect, fully or in part. Check the "
-            "state it was changing before running it again; do not retry it blindly."
-        )
-        self.append(
-            ev.ToolResult(
-                call_id=call.id,
-                name=call.name,
-                content=text,
-                is_error=True,
-                risk=ev.Risk.OUTCOME_UNKNOWN.value,
-                rule="U1",
-            ),
-            origin=Origin.UNWIND.value,
-        )
+        result = unwind_result(call.id, call.name, dispatched=True, error=error)
+        self.append(result, origin=Origin.UNWIND.value)
 
     def _unwind(self, exc: BaseException, *, reason: str | None) -> None:
         if self._writer is None:

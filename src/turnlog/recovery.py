@@ -75,9 +75,9 @@ _NO_DISPATCH_LOG_TEXT = (
     "Check the state it was changing before running it again; do not retry it blindly."
 )
 _UNWIND_UNKNOWN_TEXT = (
-    "[turnlog] Tool call {what} was running when the agent raised {error}. It may have "
-    "taken effect, fully or in part. Check the state it was changing before running it "
-    "again; do not retry it blindly."
+    "[turnlog] Tool call {what} was running when the agent stopped it ({error}). It may "
+    "have taken effect, fully or in part. Check the state it was changing before running "
+    "it again; do not retry it blindly."
 )
 _UNWIND_NOT_STARTED_TEXT = (
     "[turnlog] Tool call {what} did not run: the agent stopped ({error}) before "
@@ -85,13 +85,34 @@ _UNWIND_NOT_STARTED_TEXT = (
 )
 
 
-def _describe(call: CallSighting) -> str:
-    return f"`{call.name}` ({call.call_id})" if call.name else f"({call.call_id})"
+def _describe(call_id: str, name: str | None) -> str:
+    return f"`{name}` ({call_id})" if name else f"({call_id})"
+
+
+def unwind_result(call_id: str, name: str | None, *, dispatched: bool, error: str) -> ev.ToolResult:
+    """The result a live writer records for a call its exception left unanswered.
+
+    Live, the writer knows what the log alone cannot: a call with no dispatch
+    never ran (U2); a dispatched one may have (U1).
+    """
+    what = _describe(call_id, name)
+    if dispatched:
+        risk, rule, text = Risk.OUTCOME_UNKNOWN, "U1", _UNWIND_UNKNOWN_TEXT
+    else:
+        risk, rule, text = Risk.NOT_STARTED, "U2", _UNWIND_NOT_STARTED_TEXT
+    return ev.ToolResult(
+        call_id=call_id,
+        name=name,
+        content=text.format(what=what, error=error),
+        is_error=True,
+        risk=risk.value,
+        rule=rule,
+    )
 
 
 def result_text(call: CallSighting, risk: Risk, rule: str) -> str:
     """Plain words for what is known about one owed call."""
-    what = _describe(call)
+    what = _describe(call.call_id, call.name)
     if risk is Risk.NOT_STARTED:
         return _NOT_STARTED_TEXT.format(what=what)
     if rule == "R4":
@@ -119,24 +140,19 @@ def _close_turn(
         if call.call_id in answered:
             continue
         if origin is Origin.UNWIND:
-            # Live, the writer knows for sure: a call without a dispatch never ran.
-            if call.dispatch is not None:
-                risk, rule = Risk.OUTCOME_UNKNOWN, "U1"
-                text = _UNWIND_UNKNOWN_TEXT.format(what=_describe(call), error=error)
-            else:
-                risk, rule = Risk.NOT_STARTED, "U2"
-                text = _UNWIND_NOT_STARTED_TEXT.format(what=_describe(call), error=error)
+            data = unwind_result(
+                call.call_id, call.name, dispatched=call.dispatch is not None, error=str(error)
+            )
         else:
             risk, rule = classify(call, turn)
-            text = result_text(call, risk, rule)
-        data = ev.ToolResult(
-            call_id=call.call_id,
-            name=call.name,
-            content=text,
-            is_error=True,
-            risk=risk.value,
-            rule=rule,
-        )
+            data = ev.ToolResult(
+                call_id=call.call_id,
+                name=call.name,
+                content=result_text(call, risk, rule),
+                is_error=True,
+                risk=risk.value,
+                rule=rule,
+            )
         out.append(Event(seq=seq, data=data, ts=ts, origin=origin.value))
         seq += 1
     if turn.open_step is not None:
@@ -259,7 +275,7 @@ def patch_dangling_tool_calls(messages: Sequence[Message]) -> list[Message]:
                 if call.id in answered:
                     continue
                 answered.add(call.id)
-                what = f"`{call.name}` ({call.id})"
+                what = _describe(call.id, call.name)
                 pending.append(
                     Message(
                         role="tool",
