@@ -385,12 +385,15 @@ _fast_decoder: Final = msgspec.json.Decoder(
 )
 
 
-def decode_checked_record(record: bytes) -> Event | None:
-    """One-pass decode of a record whose checksum already matched; None when
-    it needs the careful path (custom type, missing data, or an error)."""
+def decode_record_fast(record: bytes | str) -> Event | None:
+    """One-pass decode of a well-formed record of a vocabulary type; None for
+    anything that needs the careful path in `decode_event` (a custom type, a
+    record without `data`, any error), which also words the error."""
     try:
         fast = _fast_decoder.decode(record)
     except (msgspec.DecodeError, RecursionError):
+        return None
+    if fast.seq < 0:
         return None
     return Event(seq=fast.seq, data=fast.data, ts=fast.ts, origin=fast.origin)
 
@@ -401,15 +404,9 @@ def decode_event(record: bytes | str, *, line: int | None = None) -> Event:
         raise LimitExceededError(
             f"record is {len(record)} bytes, over the {MAX_RECORD_BYTES}-byte limit", line=line
         )
-    try:
-        fast = _fast_decoder.decode(record)
-    except (msgspec.DecodeError, RecursionError):
-        # Custom types, records without `data`, and every error take the
-        # careful path below, which also words the error.
-        pass
-    else:
-        if fast.seq >= 0:
-            return Event(seq=fast.seq, data=fast.data, ts=fast.ts, origin=fast.origin)
+    fast = decode_record_fast(record)
+    if fast is not None:
+        return fast
     try:
         envelope = _envelope_decoder.decode(record)
     except msgspec.DecodeError as exc:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import zlib
 from typing import Final
 
-import msgspec
-
 from turnlog.errors import FormatError
 from turnlog.events import (
     Event,
@@ -46,7 +44,4 @@ def decode_line(line: bytes, *, line_number: int | None = None) -> tuple[Event, 
     has_crc = check_crc(line)
     if has_crc is False:
         raise FormatError("checksum mismatch", line=line_number)
-    try:
-        return decode_event(line, line=line_number), has_crc is True
-    except msgspec.DecodeError as exc:  # pragma: no cover - decode_event translates
-        raise FormatError(str(exc), line=line_number) from exc
+    return decode_event(line, line=line_number), has_crc is True
