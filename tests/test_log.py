@@ -145,3 +145,9 @@ def test_finished_session_is_not_revived() -> None:
         log.assistant("hello")
     outcome = turnlog.revive(log)
     assert (outcome.revived, outcome.reason) == (False, "finished")
+
+
+def test_bad_durability_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    with pytest.raises(turnlog.UsageError, match="durability"):
+        turnlog.open(tmp_path / "d.jsonl", durability="sometimes")  # type: ignore[arg-type]
+    assert not (tmp_path / "d.jsonl").exists()

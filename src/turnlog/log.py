@@ -51,6 +51,13 @@ def utc_now() -> str:
     return f"{_second_prefix}{micros:06d}Z"
 
 
+def _check_durability(durability: str) -> None:
+    if durability not in DURABILITY_MODES:
+        raise UsageError(
+            f"durability must be one of {', '.join(DURABILITY_MODES)}, not {durability!r}"
+        )
+
+
 def _describe_exception(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -101,10 +108,7 @@ class Log:
         *,
         durability: Durability = "barrier",
     ) -> None:
-        if durability not in DURABILITY_MODES:
-            raise UsageError(
-                f"durability must be one of {', '.join(DURABILITY_MODES)}, not {durability!r}"
-            )
+        _check_durability(durability)
         self.store = store
         self._writer: StoreWriter | None = writer
         self._durability = durability
@@ -397,10 +401,7 @@ def open(
     id gets a random one.
     """
     store, session_id = open_store(target, session_id)
-    if durability not in DURABILITY_MODES:
-        raise UsageError(
-            f"durability must be one of {', '.join(DURABILITY_MODES)}, not {durability!r}"
-        )
+    _check_durability(durability)  # before anything is created
     if session_id is None:
         if create is False:
             raise UsageError("opening an existing session needs its session_id")
