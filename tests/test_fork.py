@@ -45,6 +45,9 @@ def test_prefix_fold_equals_fork_fold() -> None:
     assert isinstance(header, ev.Session)
     assert header.session_id == "child"
     assert header.parent == ev.Parent(session_id="s1", seed_length=9)
+    assert header.created_at is None  # not the parent's: fork is pure, the caller stamps it
+    stamped = turnlog.fork(LOG, 8, session_id="c2", created_at="2026-12-01T00:00:00Z")
+    assert stamped[0].data.created_at == "2026-12-01T00:00:00Z"  # type: ignore[union-attr]
     assert fold(forked).messages == fold(LOG[:9]).messages
 
 

@@ -24,6 +24,7 @@ from turnlog.errors import (
 )
 from turnlog.fold import fold
 from turnlog.fork import fork
+from turnlog.log import utc_now
 from turnlog.providers import PROVIDERS
 from turnlog.providers import render as render_request
 from turnlog.providers import validate as validate_request
@@ -423,7 +424,7 @@ def fork_command(
         while store.exists(f"{session_id}-fork-{n}"):
             n += 1
         new_id = f"{session_id}-fork-{n}"
-    forked = fork(events, at_seq, session_id=new_id)
+    forked = fork(events, at_seq, session_id=new_id, created_at=utc_now())
     with store.create(forked[0]) as writer:
         if len(forked) > 1:
             writer.append(forked[1:], expected_seq=1, sync=True)

@@ -12,11 +12,14 @@ from turnlog.events import Event
 from turnlog.fold import Fold
 
 
-def fork(events: Sequence[Event], at_seq: int, *, session_id: str) -> list[Event]:
+def fork(
+    events: Sequence[Event], at_seq: int, *, session_id: str, created_at: str | None = None
+) -> list[Event]:
     """Events `0..at_seq` inclusive, with their seqs, under a new header.
 
     The new header names the parent and how many events were inherited
-    (`parent.seed_length`). A boundary inside an open turn is refused with
+    (`parent.seed_length`) and its own `created_at` (fork is pure, so the
+    caller passes the time; the parent's is not copied). A boundary inside an open turn is refused with
     the seq of that turn's `turn_start`: half a turn is never inherited.
     """
     if not events or not isinstance(events[0].data, ev.Session):
@@ -41,6 +44,7 @@ def fork(events: Sequence[Event], at_seq: int, *, session_id: str) -> list[Event
     header = msgspec.structs.replace(
         parent_header,
         session_id=session_id,
+        created_at=created_at,
         parent=ev.Parent(session_id=parent_header.session_id, seed_length=at_seq + 1),
     )
     return [msgspec.structs.replace(events[0], data=header), *prefix[1:]]
