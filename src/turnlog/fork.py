@@ -19,8 +19,9 @@ def fork(
 
     The new header names the parent and how many events were inherited
     (`parent.seed_length`) and its own `created_at` (fork is pure, so the
-    caller passes the time; the parent's is not copied). A boundary inside an open turn is refused with
-    the seq of that turn's `turn_start`: half a turn is never inherited.
+    caller passes the time; the parent's is not copied). A boundary inside an
+    open turn is refused with the seq of that turn's `turn_start`: half a turn
+    is never inherited.
     """
     if not events or not isinstance(events[0].data, ev.Session):
         raise FormatError("cannot fork a log without a session header")
