@@ -173,6 +173,23 @@ def _lock_pid(fd: int) -> int | None:
     return None
 
 
+def _header_at(fd: int) -> Event | None:
+    """The first record of an open session file, or None if it is not a whole,
+    valid record. Reads one block, more only for an unusually long header."""
+    head = os.pread(fd, TAIL_BLOCK_BYTES, 0)
+    end = head.find(b"\n")
+    if end < 0 and len(head) == TAIL_BLOCK_BYTES:
+        head = os.pread(fd, MAX_RECORD_BYTES + 1, 0)
+        end = head.find(b"\n")
+    if end < 0:
+        return None
+    try:
+        event, _ = decode_line(head[:end], line_number=1)
+    except FormatError:
+        return None
+    return event
+
+
 def _translate(exc: OSError, action: str, path: str) -> TurnlogError:
     """The one place OS errors of this store become turnlog errors."""
     code = exc.errno
@@ -384,14 +401,7 @@ class JSONLStore(Store):
     def read_header(self, session_id: str) -> Event | None:
         fd = self._open_file(session_id, os.O_RDONLY)
         try:
-            with os.fdopen(os.dup(fd), "rb") as f:
-                line = f.readline(MAX_RECORD_BYTES + 1)
-            if not line.endswith(b"\n"):
-                return None
-            event, _ = decode_line(line[:-1], line_number=1)
-            return event
-        except FormatError:
-            return None
+            return _header_at(fd)
         finally:
             os.close(fd)
 
@@ -480,7 +490,7 @@ class JSONLStore(Store):
             collected, revivals_before = collect_tail(events())
             header = None
             if collected and collected[0].seq != 0:
-                header = self.read_header(session_id)
+                header = _header_at(fd)
         finally:
             os.close(fd)
         torn = None
