@@ -58,10 +58,6 @@ def _console() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def _err_console() -> Console:
-    return Console(stderr=True, highlight=False)
-
-
 def _exit_code(error: TurnlogError) -> int:
     if isinstance(error, SessionLockedError):
         return EXIT_LOCKED

@@ -292,13 +292,6 @@ _custom_decoder: Final = msgspec.json.Decoder(dict[str, Any])
 _encoder: Final = msgspec.json.Encoder()
 
 
-def encode_data(data: EventData) -> bytes:
-    """The JSON of a payload alone (custom events encode their fields)."""
-    if isinstance(data, Custom):
-        return _encoder.encode(data.fields)
-    return _encoder.encode(data)
-
-
 class _OutEnvelope(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     # Field order is the format's member order; None members are left out.
     seq: int
