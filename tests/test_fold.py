@@ -63,7 +63,7 @@ def test_transcript_and_open_turn() -> None:
     assert turn is not None and turn.seq == 18 and turn.turn == 2 and turn.steps == 1
     assert turn.open_step is not None and turn.open_step.seq == 19
     assert [c.call_id for c in state.owed_calls] == ["c"]
-    assert state.in_flight == ("c",)
+    assert [c.call_id for c in state.owed_calls if c.dispatch is not None] == ["c"]
     assert state.revivals == 1
     assert state.turns == 2 and state.last_turn == 2
     assert state.needs_response
@@ -90,7 +90,7 @@ def test_needs_response_and_finished() -> None:
 def test_steps_pair_structurally_not_by_number() -> None:
     log = number([turn_start(5), step_start(9, 9), step_end(1, 1), turn_end(3)])
     state = fold(log)
-    assert state.open_turns == ()
+    assert state.open_turn is None
     assert state.warnings == ()
 
 

@@ -74,5 +74,5 @@ def test_out_of_range_refused(at: int) -> None:
 def test_recover_then_fork() -> None:
     repaired = [*LOG, *plan(LOG).events]
     forked = turnlog.fork(repaired, repaired[-1].seq, session_id="child")
-    assert fold(forked).open_turns == ()
+    assert fold(forked).open_turn is None
     assert len(forked) == len(repaired)

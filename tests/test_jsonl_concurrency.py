@@ -62,5 +62,6 @@ def test_lock_state_is_visible_to_readers(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     store = JSONLStore(tmp_path)
     with turnlog.open(path, create=True):
-        assert store.lock_holder("s") == os.getpid()
-    assert store.lock_holder("s") is False
+        holder = store.lock_holder("s")
+        assert holder is not None and holder.pid == os.getpid()
+    assert store.lock_holder("s") is None

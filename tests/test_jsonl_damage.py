@@ -29,7 +29,7 @@ LINE_ENDS = [sum(len(encode_line(e)) for e in EVENTS[: i + 1]) for i in range(le
 
 
 def scan(data: bytes) -> turnlog.stores.jsonl.Scan:
-    return scan_lines(iter(data.splitlines(keepends=True)))
+    return scan_lines(iter(data.splitlines(keepends=True)), checksummed=True)
 
 
 def test_format_matches_the_documented_checksum() -> None:
@@ -180,8 +180,7 @@ def test_tail_read_does_not_grow_with_the_log(tmp_path: Path) -> None:
             log.append(turnlog.TurnStart(turn=1, revivals=0))
             log.append(assistant(call("a")))
         tail = store.read_tail(name)
-        state = tail.fold()
-        assert [c.call_id for c in state.owed_calls] == ["a"]
+        assert [c.call_id for c in tail.verdict().owed] == ["a"]
         sizes[name] = tail.bytes_read
     assert os.path.getsize(tmp_path / "large.jsonl") > 15_000_000
     assert sizes["large"] <= 2 * 64 * 1024
@@ -206,7 +205,7 @@ def test_backward_line_reader_matches_a_forward_split(
         path.write_bytes(data)
         fd = os.open(path, os.O_RDONLY)
         try:
-            newest_first = list(store._lines_newest_first(fd, [0]))
+            newest_first = list(store._lines_newest_first(fd, len(data), [0]))
         finally:
             os.close(fd)
         expected, offset = [], 0

@@ -112,7 +112,7 @@ def test_crash_images_keep_every_durable_event(tmp_path: Path, durability: str) 
         for done, image in images(io, rng):
             figures["images"] += 1
             promised = max((seq for ops, seq in promises if ops <= done), default=-1)
-            scan = scan_lines(iter(image.splitlines(keepends=True)))
+            scan = scan_lines(iter(image.splitlines(keepends=True)), checksummed=True)
             if scan.corrupt:
                 figures["refused_corrupt"] += 1
                 if figures["refused_corrupt"] % 10 == 1:

@@ -10,14 +10,18 @@ from turnlog.errors import (
     InvalidSessionIdError,
     LimitExceededError,
     LogPoisonedError,
+    NotASessionError,
     SeqConflictError,
     SessionExistsError,
     SessionLockedError,
     SessionNotFoundError,
     StoreIOError,
     TurnlogError,
+    UnfinishedSessionError,
     UnknownEventTypeError,
+    UnreadableRecordError,
     UsageError,
+    WriteOrderError,
 )
 from turnlog.events import (
     FORMAT_VERSION,
@@ -49,19 +53,14 @@ from turnlog.events import (
     encode_event,
 )
 from turnlog.fold import Fold, Message, SessionState, fold
-from turnlog.fork import fork
+from turnlog.fork import fork, fork_session
 from turnlog.log import Log, open
-from turnlog.recovery import (
-    Plan,
-    Recovery,
-    interrupted,
-    open_turns,
-    patch_dangling_tool_calls,
-    plan,
-    recover,
-)
-from turnlog.revival import Inspection, Revival, inspect, revive
-from turnlog.stores import JSONLStore, MemoryStore, Store, open_store
+from turnlog.recovery import Plan, interrupted, patch_dangling_tool_calls, plan
+from turnlog.revival import Revival, revive
+from turnlog.stores import Holder, JSONLStore, MemoryStore, Store, open_store
+from turnlog.triage import Inspection, Recovery, inspect, recover
+from turnlog.verdict import OwedCall, Verdict, verdict
+from turnlog.verify import Report, verify_session, verify_store
 
 __version__ = "0.1.0"
 
@@ -76,6 +75,7 @@ __all__ = [
     "Fold",
     "ForkBoundaryError",
     "FormatError",
+    "Holder",
     "Idempotency",
     "Inspection",
     "InvalidSessionIdError",
@@ -85,11 +85,14 @@ __all__ = [
     "LogPoisonedError",
     "MemoryStore",
     "Message",
+    "NotASessionError",
     "Origin",
+    "OwedCall",
     "Parent",
     "Plan",
     "Problem",
     "Recovery",
+    "Report",
     "Revival",
     "Risk",
     "RunRevived",
@@ -115,21 +118,28 @@ __all__ = [
     "TurnEndReason",
     "TurnStart",
     "TurnlogError",
+    "UnfinishedSessionError",
     "UnknownEventTypeError",
+    "UnreadableRecordError",
     "UsageError",
     "UserMessage",
+    "Verdict",
+    "WriteOrderError",
     "__version__",
     "decode_event",
     "encode_event",
     "fold",
     "fork",
+    "fork_session",
     "inspect",
     "interrupted",
     "open",
     "open_store",
-    "open_turns",
     "patch_dangling_tool_calls",
     "plan",
     "recover",
     "revive",
+    "verdict",
+    "verify_session",
+    "verify_store",
 ]

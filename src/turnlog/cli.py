@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, Final, NoReturn, TypeVar
@@ -14,31 +13,23 @@ import msgspec
 from rich.console import Console
 
 from turnlog import events as ev
-from turnlog.damage import Problem
-from turnlog.errors import (
-    FormatError,
-    SessionLockedError,
-    SessionNotFoundError,
-    TurnlogError,
-    UsageError,
-)
+from turnlog.errors import FormatError, SessionLockedError, TurnlogError, UsageError
 from turnlog.fold import fold
-from turnlog.fork import fork
+from turnlog.fork import fork_session
 from turnlog.log import utc_now
 from turnlog.providers import PROVIDERS
 from turnlog.providers import render as render_request
 from turnlog.providers import validate as validate_request
-from turnlog.recovery import patch_dangling_tool_calls, plan, recover
+from turnlog.recovery import patch_dangling_tool_calls
 from turnlog.render import (
     render_events,
     render_inspection,
     render_sessions,
     render_timeline,
 )
-from turnlog.revival import DEFAULT_MAX_REVIVALS, inspect
-from turnlog.stores import JSONLStore, Store, open_store
-from turnlog.stores.jsonl import SUFFIX
-from turnlog.verify import check_events
+from turnlog.stores import DEFAULT_STORE, STORE_ENV, Store, resolve_session, store_from_url
+from turnlog.triage import DEFAULT_MAX_REVIVALS, inspect, plan_stored, recover
+from turnlog.verify import verify_session, verify_store
 
 EXIT_OK: Final = 0
 EXIT_FINDINGS: Final = 1
@@ -46,8 +37,6 @@ EXIT_USAGE: Final = 2
 EXIT_UNREADABLE: Final = 3
 EXIT_LOCKED: Final = 4
 
-DEFAULT_STORE: Final = "sessions"
-STORE_ENV: Final = "TURNLOG_STORE"
 # `ls` shows a progress bar past this many sessions, when on a terminal.
 PROGRESS_AFTER_SESSIONS: Final = 50
 
@@ -108,44 +97,6 @@ def _to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def resolve(session: str, store_url: str | None) -> tuple[Store, str]:
-    """A SESSION argument: a path to a `.jsonl` file, or an id in the store."""
-    looks_like_path = session.endswith(SUFFIX) or os.sep in session or os.path.exists(session)
-    if looks_like_path:
-        if os.path.isdir(session):
-            raise FormatError(
-                f"{session} is a directory, not a session file",
-                hint="pass a .jsonl file, or a session id with --store DIR",
-            )
-        if not os.path.exists(session):
-            raise SessionNotFoundError(
-                f"{session}: no such file",
-                hint="check the path, or list sessions with `turnlog ls`",
-            )
-        if not session.endswith(SUFFIX):
-            raise FormatError(
-                f"{session} is not a .jsonl session file",
-                hint="turnlog sessions are <session_id>.jsonl files",
-            )
-        store, session_id = open_store(session)
-        assert session_id is not None
-        return store, session_id
-    url = store_url or os.environ.get(STORE_ENV) or DEFAULT_STORE
-    store, _ = open_store(url)
-    if not store.exists(session):
-        raise SessionNotFoundError(
-            f"no session {session!r} in {store.url}",
-            hint="list sessions with `turnlog ls --store DIR`, or pass the .jsonl path",
-        )
-    return store, session
-
-
-def _store_for_listing(store_url: str | None) -> Store:
-    url = store_url or os.environ.get(STORE_ENV) or DEFAULT_STORE
-    store, _ = open_store(url)
-    return store
-
-
 def _read_valid(store: Store, session_id: str) -> list[ev.Event]:
     events = store.read(session_id)
     if not events:
@@ -179,7 +130,7 @@ def main() -> None:
 @_reports_errors
 def ls_command(store_url: str | None, as_json: bool) -> None:
     """List sessions: status, turns, events, last activity, owed calls."""
-    store = _store_for_listing(store_url)
+    store = store_from_url(store_url)
     ids = store.sessions()
     console = _console()
     rows = []
@@ -225,7 +176,7 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
 
     Exits 3 when the session is unreadable or corrupt, else 0.
     """
-    store, session_id = resolve(session, store_url)
+    store, session_id = resolve_session(session, store_url)
     found = inspect(store, session_id, max_revivals=max_revivals)
     if as_json:
         document = _to_builtins(found)
@@ -247,9 +198,13 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
 @json_option
 @_reports_errors
 def plan_command(session: str, store_url: str | None, check: bool, as_json: bool) -> None:
-    """Show the events recovery would append to SESSION, without appending them."""
-    store, session_id = resolve(session, store_url)
-    repairs = plan(_read_valid(store, session_id))
+    """Show the events recovery would append to SESSION, without appending them.
+
+    Reads only the tail, as `recover` does. Exits 4 while a live writer holds
+    the session: its open turn is work in progress, not a crash.
+    """
+    store, session_id = resolve_session(session, store_url)
+    repairs = plan_stored(store, session_id)
     if as_json:
         _emit_json(
             {
@@ -285,7 +240,7 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
 
     A torn tail is moved to a sidecar file first. Running it again appends nothing.
     """
-    store, session_id = resolve(session, store_url)
+    store, session_id = resolve_session(session, store_url)
     recovery = recover(store, session_id, force=force)
     repairs, torn = recovery.plan, recovery.torn_tail
     if as_json:
@@ -317,42 +272,12 @@ def show_command(session: str, store_url: str | None, as_json: bool) -> None:
 
     Events turnlog wrote itself are marked with their origin and risk.
     """
-    store, session_id = resolve(session, store_url)
+    store, session_id = resolve_session(session, store_url)
     events = _read_valid(store, session_id)
     if as_json:
         _emit_json({"session_id": session_id, "events": [ev.to_builtins(e) for e in events]})
     else:
         render_timeline(_console(), events)
-
-
-def _verify_one(store: Store, session_id: str, strict: bool) -> dict[str, Any]:
-    problems: list[Problem] = []
-    if isinstance(store, JSONLStore):
-        scan = store.scan(session_id)
-        problems += scan.problems
-        if scan.torn is not None and not scan.corrupt:
-            problems.append(
-                Problem(
-                    message=f"torn tail of {scan.torn.size_bytes} bytes (run `turnlog recover`)",
-                    offset=scan.torn.offset,
-                )
-            )
-        if strict:
-            problems += [
-                Problem(message="record has no checksum", line=n) for n in scan.lines_without_crc
-            ]
-        events = scan.events
-    else:
-        events = store.read(session_id)
-    if not events and not problems:
-        problems.append(Problem(message="no session header"))
-    problems += check_events(events)
-    return {
-        "session_id": session_id,
-        "ok": not problems,
-        "events": len(events),
-        "problems": [_to_builtins(p) for p in problems],
-    }
 
 
 @main.command("verify")
@@ -368,11 +293,11 @@ def verify_command(session: str | None, store_url: str | None, strict: bool, as_
     Exits 1 listing every problem, 0 when clean.
     """
     if session is not None:
-        store, session_id = resolve(session, store_url)
-        reports = [_verify_one(store, session_id, strict)]
+        store, session_id = resolve_session(session, store_url)
+        found = [verify_session(store, session_id, strict=strict)]
     else:
-        store = _store_for_listing(store_url)
-        reports = [_verify_one(store, sid, strict) for sid in store.sessions()]
+        found = verify_store(store_from_url(store_url), strict=strict)
+    reports = [_to_builtins(report) for report in found]
     ok = all(report["ok"] for report in reports)
     if as_json:
         _emit_json({"ok": ok, "sessions": reports})
@@ -413,18 +338,9 @@ def fork_command(
 
     A fork point inside a turn is refused: half a turn is never inherited.
     """
-    store, session_id = resolve(session, store_url)
-    events = _read_valid(store, session_id)
-    if new_id is None:
-        n = 1
-        while store.exists(f"{session_id}-fork-{n}"):
-            n += 1
-        new_id = f"{session_id}-fork-{n}"
-    forked = fork(events, at_seq, session_id=new_id, created_at=utc_now())
-    with store.create(forked[0]) as writer:
-        if len(forked) > 1:
-            writer.append(forked[1:], expected_seq=1, sync=True)
-    path = store.path(new_id) if isinstance(store, JSONLStore) else None
+    store, session_id = resolve_session(session, store_url)
+    new_id = fork_session(store, session_id, at_seq, new_id=new_id, created_at=utc_now())
+    path = store.location(new_id)
     if as_json:
         _emit_json(
             {"session_id": new_id, "parent": session_id, "seed_length": at_seq + 1, "path": path}
@@ -467,7 +383,7 @@ def export_command(
 
     With --json the output is {"provider", "request", "violations"}.
     """
-    store, session_id = resolve(session, store_url)
+    store, session_id = resolve_session(session, store_url)
     messages = fold(_read_valid(store, session_id)).messages
     if patch_in_memory:
         messages = tuple(patch_dangling_tool_calls(messages))

@@ -20,7 +20,8 @@ from turnlog.events import ToolCall, content_text
 from turnlog.fold import Message
 from turnlog.loop import Reply, Tool, run_turn
 from turnlog.render import render_events, render_inspection, render_timeline
-from turnlog.revival import inspect, revive
+from turnlog.revival import revive
+from turnlog.triage import inspect
 
 IN_FLIGHT: Final = "IN-FLIGHT"
 # The child is killed long before this; the bound keeps a stray child finite.

@@ -37,6 +37,9 @@ class FormatError(TurnlogError):
         offset: int | None = None,
         hint: str | None = None,
     ) -> None:
+        # `detail` is the bare reason; `message` adds the location once, so an
+        # error re-raised with its location never prints it twice.
+        self.detail = message
         where = []
         if line is not None:
             where.append(f"line {line}")
@@ -62,6 +65,45 @@ class LimitExceededError(FormatError):
     """A record past a hard limit (line size, nesting), refused rather than guessed at."""
 
     hint = "split large payloads into smaller events or store them beside the log"
+
+
+class NotASessionError(FormatError):
+    """A file whose first line is not a turnlog `session` header: not ours to touch."""
+
+    hint = "turnlog only reads and writes its own session files; this file was left as it was"
+
+
+class UnreadableRecordError(FormatError):
+    """A complete, intact record that this turnlog cannot understand (a newer type,
+    a value out of range). Never a torn tail: it is reported and nothing is moved."""
+
+    hint = (
+        "the record is complete, so it is not crash damage; it may come from a newer "
+        "turnlog. Upgrade turnlog, or run `turnlog verify` to see the record"
+    )
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        offset: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        if path is not None:
+            message = f"{path}: {message}"
+        super().__init__(message, line=line, offset=offset, hint=hint)
+        self.path = path
+
+
+class UnfinishedSessionError(FormatError):
+    """A session file with no complete header: a crash cut its creation short."""
+
+    hint = (
+        "nothing was ever acknowledged in it: `turnlog.open(path)` creates the session "
+        "again, keeping the partial bytes in a .torn sidecar"
+    )
 
 
 class CorruptLogError(FormatError):
@@ -120,6 +162,16 @@ class SessionExistsError(TurnlogError):
     """Creating a session whose id is already taken."""
 
     hint = "pick another session id, or open the existing session without create"
+
+
+class WriteOrderError(UsageError):
+    """A write that would make the log claim what it cannot prove: a step closed
+    with calls unanswered, a result for a call that was never dispatched."""
+
+    hint = (
+        "dispatch every tool call with `log.dispatch(call)` before running it, and record "
+        "its result inside that block"
+    )
 
 
 class InvalidSessionIdError(UsageError):

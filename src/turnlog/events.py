@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final, TypeAlias, Union, cast
 
@@ -12,10 +13,19 @@ from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeErro
 
 FORMAT_VERSION: Final = 1
 
-# A record larger than this is refused on write and on read. Tool outputs
+# A stored line (record, checksum and newline) larger than this is refused on
+# write and on read: the same bound on the same bytes both ways. Tool outputs
 # past a few MiB belong beside the log, and a bound keeps a reader's memory
 # bounded when a file is garbage.
-MAX_RECORD_BYTES: Final = 16 * 1024 * 1024
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+# What a line adds to a record: ',"crc":"' + 8 hex digits + '"' and the newline
+# (the record's closing brace is kept).
+LINE_OVERHEAD_BYTES: Final = 18
+MAX_RECORD_BYTES: Final = MAX_LINE_BYTES - LINE_OVERHEAD_BYTES
+# JSON nesting a writer accepts, counting the record itself. Far below what
+# any reader's decoder handles (about 990 levels here, less on a deep stack),
+# so whatever is written can be read back.
+MAX_NESTING_DEPTH: Final = 256
 
 #: Message content: a string (one text part) or a list of provider-neutral
 #: parts such as {"type": "text", "text": ...} or opaque reasoning, kept verbatim.
@@ -333,9 +343,38 @@ def encode_event(event: Event) -> bytes:
         ) from exc
     if len(record) > MAX_RECORD_BYTES:
         raise LimitExceededError(
-            f"event {event.seq} is {len(record)} bytes, over the {MAX_RECORD_BYTES}-byte limit"
+            f"event {event.seq} is {len(record) + LINE_OVERHEAD_BYTES} bytes as a line, over "
+            f"the {MAX_LINE_BYTES}-byte limit"
+        )
+    if nesting_exceeds(record, MAX_NESTING_DEPTH):
+        raise LimitExceededError(
+            f"event {event.seq} is nested more than {MAX_NESTING_DEPTH} levels deep"
         )
     return record
+
+
+_JSON_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_EMPTY_PAIR: Final = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKETS: Final = bytes(set(range(256)) - set(b"[]{}"))
+
+
+def nesting_exceeds(record: bytes, limit: int) -> bool:
+    """True when the JSON text nests deeper than `limit` levels.
+
+    A record with fewer brackets than the limit cannot be deeper, so the
+    common case costs two C-speed counts. Otherwise strings are cut out and
+    innermost bracket pairs are removed a level per pass, at most `limit` passes.
+    """
+    if record.count(b"[") + record.count(b"{") <= limit:
+        return False
+    brackets = _JSON_STRING.sub(b"", record).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        brackets, removed = _EMPTY_PAIR.subn(b"", brackets)
+        if not brackets:
+            return False
+        if not removed:
+            return False  # unbalanced: not ours to judge, the decoder will say
+    return bool(brackets)
 
 
 def decode_data(type_name: str, raw: bytes | msgspec.Raw, *, line: int | None = None) -> EventData:
@@ -391,15 +430,13 @@ def decode_record_fast(record: bytes | str) -> Event | None:
     return Event(seq=fast.seq, data=fast.data, ts=fast.ts, origin=fast.origin)
 
 
-def decode_event(record: bytes | str, *, line: int | None = None) -> Event:
-    """Decode one record (a JSON object, with or without a trailing `crc` member)."""
-    if len(record) > MAX_RECORD_BYTES:
+def decode_record(record: bytes | str, *, line: int | None = None) -> tuple[Event, bool]:
+    """Decode one record; returns the event and whether it holds a `crc` member
+    (anywhere: the store checks that it is the last one)."""
+    if len(record) >= MAX_LINE_BYTES:
         raise LimitExceededError(
-            f"record is {len(record)} bytes, over the {MAX_RECORD_BYTES}-byte limit", line=line
+            f"record is {len(record)} bytes, over the {MAX_LINE_BYTES}-byte line limit", line=line
         )
-    fast = decode_record_fast(record)
-    if fast is not None:
-        return fast
     try:
         envelope = _envelope_decoder.decode(record)
     except msgspec.DecodeError as exc:
@@ -408,12 +445,22 @@ def decode_event(record: bytes | str, *, line: int | None = None) -> Event:
         raise LimitExceededError("record nested too deeply", line=line) from exc
     if envelope.seq < 0:
         raise FormatError(f"negative seq {envelope.seq}", line=line)
-    return Event(
+    event = Event(
         seq=envelope.seq,
         data=decode_data(envelope.type, envelope.data, line=line),
         ts=envelope.ts,
         origin=envelope.origin,
     )
+    return event, envelope.crc is not None
+
+
+def decode_event(record: bytes | str, *, line: int | None = None) -> Event:
+    """Decode one record (a JSON object, with or without a trailing `crc` member)."""
+    if len(record) < MAX_LINE_BYTES:
+        fast = decode_record_fast(record)
+        if fast is not None:
+            return fast
+    return decode_record(record, line=line)[0]
 
 
 def to_builtins(event: Event) -> dict[str, Any]:

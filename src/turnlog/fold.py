@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
 from turnlog import events as ev
-from turnlog.events import Content, Event, ToolCall
+from turnlog.events import Content, Event, Origin, ToolCall
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -32,7 +32,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=
 
 
 class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
-    """What the log shows about one tool call inside a turn."""
+    """What the log shows about one tool call inside the open turn."""
 
     call_id: str
     name: str | None
@@ -42,6 +42,8 @@ class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
     step_closed: bool
     dispatch: ev.ToolDispatch | None
     dispatch_seq: int | None
+    # A result for this request came after it, in this turn.
+    answered: bool = False
 
 
 class OpenStep(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,9 +60,18 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
     steps: int
     open_step: OpenStep | None
     dispatched_any: bool
+    # The turn holds a result written by the agent (or imported) for a call
+    # with no dispatch before it: this writer does not dispatch ahead, so the
+    # turn proves nothing about which of its calls ran.
+    result_without_dispatch: bool
     # Every call requested or dispatched in the turn, answered or not, in
     # order of first sighting.
     calls: tuple[CallSighting, ...]
+
+    @property
+    def owed(self) -> tuple[CallSighting, ...]:
+        """The calls of this turn that no result answered, in order of first sighting."""
+        return tuple(call for call in self.calls if not call.answered)
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,12 +81,9 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
     next_seq: int
     last_ts: str | None
     messages: tuple[Message, ...]
-    # Innermost last. Turns never nest in a healthy log; a `turn_start` while
-    # a turn is open is kept as a second open turn (and warned about).
-    open_turns: tuple[OpenTurn, ...]
-    answered: frozenset[str]
-    # Dispatched calls with no result yet, in dispatch order.
-    in_flight: tuple[str, ...]
+    # Turns never nest: a `turn_start` while a turn is open abandons the
+    # earlier one (with a warning), so at most one turn is open.
+    open_turn: OpenTurn | None
     needs_response: bool
     revivals: int
     turns: int
@@ -88,22 +96,48 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
         return self.session.session_id if self.session is not None else None
 
     @property
-    def open_turn(self) -> OpenTurn | None:
-        return self.open_turns[-1] if self.open_turns else None
-
-    @property
     def owed_calls(self) -> tuple[CallSighting, ...]:
-        """Calls in open turns with no result anywhere, outermost turn first."""
-        return tuple(
-            call
-            for turn in self.open_turns
-            for call in turn.calls
-            if call.call_id not in self.answered
-        )
+        """Calls of the open turn that no result answered."""
+        return self.open_turn.owed if self.open_turn is not None else ()
+
+
+# Results written by turnlog itself while closing calls it knows about; they
+# say nothing about whether the agent dispatches ahead.
+_SYNTHETIC_ORIGINS: Final = frozenset(
+    {Origin.RECOVERY.value, Origin.UNWIND.value, Origin.REVIVAL.value, Origin.PATCH.value}
+)
+
+
+class _Call:
+    __slots__ = ("answered", "dispatch", "dispatch_seq", "first_seq", "name", "step_seq")
+
+    def __init__(
+        self,
+        name: str | None,
+        first_seq: int,
+        step_seq: int | None,
+        dispatch: ev.ToolDispatch | None = None,
+        dispatch_seq: int | None = None,
+    ) -> None:
+        self.name = name
+        self.first_seq = first_seq
+        self.step_seq = step_seq
+        self.dispatch = dispatch
+        self.dispatch_seq = dispatch_seq
+        self.answered = False
 
 
 class _MutableTurn:
-    __slots__ = ("calls", "closed_steps", "dispatched_any", "open_step", "seq", "steps", "turn")
+    __slots__ = (
+        "calls",
+        "closed_steps",
+        "dispatched_any",
+        "open_step",
+        "result_without_dispatch",
+        "seq",
+        "steps",
+        "turn",
+    )
 
     def __init__(self, seq: int, turn: int | None) -> None:
         self.seq = seq
@@ -112,8 +146,14 @@ class _MutableTurn:
         self.open_step: OpenStep | None = None
         self.closed_steps: set[int] = set()
         self.dispatched_any = False
-        # call_id -> [name, first_seq, step_seq, dispatch, dispatch_seq]
-        self.calls: dict[str, list[Any]] = {}
+        self.result_without_dispatch = False
+        self.calls: dict[str, _Call] = {}
+
+    def sight(self, call_id: str, call: _Call) -> None:
+        # A request for an id already answered in this turn is a new call:
+        # it goes last, in order of first sighting.
+        self.calls.pop(call_id, None)
+        self.calls[call_id] = call
 
     def freeze(self) -> OpenTurn:
         return OpenTurn(
@@ -122,23 +162,19 @@ class _MutableTurn:
             steps=self.steps,
             open_step=self.open_step,
             dispatched_any=self.dispatched_any,
+            result_without_dispatch=self.result_without_dispatch,
             calls=tuple(
                 CallSighting(
                     call_id=call_id,
-                    name=name,
-                    first_seq=first_seq,
-                    step_seq=step_seq,
-                    step_closed=step_seq is not None and step_seq in self.closed_steps,
-                    dispatch=dispatch,
-                    dispatch_seq=dispatch_seq,
+                    name=call.name,
+                    first_seq=call.first_seq,
+                    step_seq=call.step_seq,
+                    step_closed=call.step_seq is not None and call.step_seq in self.closed_steps,
+                    dispatch=call.dispatch,
+                    dispatch_seq=call.dispatch_seq,
+                    answered=call.answered,
                 )
-                for call_id, (
-                    name,
-                    first_seq,
-                    step_seq,
-                    dispatch,
-                    dispatch_seq,
-                ) in self.calls.items()
+                for call_id, call in self.calls.items()
             ),
         )
 
@@ -146,7 +182,9 @@ class _MutableTurn:
 class Fold:
     """An incremental fold: `apply` one event at a time, read `state` any time.
 
-    Each `apply` costs O(1) except a compaction, which rebuilds the transcript.
+    Each `apply` costs O(1) except a compaction, which rebuilds the transcript,
+    and a result that arrives after later messages (recovery appends results
+    at the end of a turn), which is moved back beside the message that asked.
     """
 
     def __init__(self, events: Iterable[Event] = ()) -> None:
@@ -154,9 +192,10 @@ class Fold:
         self._next_seq = 0
         self._last_ts: str | None = None
         self._messages: list[Message] = []
-        self._turns_open: list[_MutableTurn] = []
-        self._answered: set[str] = set()
-        self._in_flight: dict[str, None] = {}
+        self._turn: _MutableTurn | None = None
+        # Call ids of the newest assistant message that asked for tools, while
+        # only their results have followed it: results for them append.
+        self._asking: frozenset[str] = frozenset()
         self._needs_response = False
         self._revivals = 0
         self._turns = 0
@@ -199,8 +238,8 @@ class Fold:
     def resume_at(self, next_seq: int, *, revivals: int = 0) -> None:
         """Continue from a later seq, for tail reads that skip the middle of a log.
 
-        The transcript then holds only what follows; open turns, owed calls and
-        the last message are exact as long as the tail reaches a turn boundary.
+        The transcript then holds only what follows; the open turn, owed calls
+        and the last message are exact as long as the tail reaches a turn boundary.
         """
         self._next_seq = next_seq
         self._revivals = revivals
@@ -218,9 +257,7 @@ class Fold:
                 next_seq=self._next_seq,
                 last_ts=self._last_ts,
                 messages=tuple(self._messages),
-                open_turns=tuple(turn.freeze() for turn in self._turns_open),
-                answered=frozenset(self._answered),
-                in_flight=tuple(self._in_flight),
+                open_turn=self._turn.freeze() if self._turn is not None else None,
                 needs_response=self._needs_response,
                 revivals=self._revivals,
                 turns=self._turns,
@@ -230,36 +267,87 @@ class Fold:
             )
         return self._snapshot
 
-    # Cheap accessors for hot paths that must not build a snapshot.
+    # Cheap accessors for hot paths and verdicts that must not build a snapshot.
+    @property
+    def session(self) -> ev.Session | None:
+        return self._session
+
     @property
     def next_seq(self) -> int:
         return self._next_seq
 
     @property
+    def last_ts(self) -> str | None:
+        return self._last_ts
+
+    @property
+    def needs_response(self) -> bool:
+        return self._needs_response
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(self._warnings)
+
+    @property
     def turn_open(self) -> bool:
-        return bool(self._turns_open)
+        return self._turn is not None
 
     @property
     def step_open(self) -> bool:
-        return bool(self._turns_open) and self._turns_open[-1].open_step is not None
+        return self._turn is not None and self._turn.open_step is not None
+
+    @property
+    def open_turn(self) -> OpenTurn | None:
+        """The open turn, frozen; costs the turn's calls, not the transcript."""
+        return self._turn.freeze() if self._turn is not None else None
 
     @property
     def revivals(self) -> int:
         return self._revivals
 
     @property
+    def last_turn(self) -> int | None:
+        return self._last_turn
+
+    @property
     def last_turn_number(self) -> int:
         """The last turn's number, or the count of turns when none was numbered."""
         return self._last_turn if self._last_turn is not None else self._turns
 
+    def last_message(self) -> Message | None:
+        """The newest transcript entry that is not a compaction summary."""
+        for message in reversed(self._messages):
+            if message.kind != "compaction":
+                return message
+        return None
+
     def is_answered(self, call_id: str) -> bool:
-        return call_id in self._answered
+        """True when the open turn asked for `call_id` and a result answered it."""
+        call = self._turn.calls.get(call_id) if self._turn is not None else None
+        return call is not None and call.answered
+
+    def is_dispatched(self, call_id: str) -> bool:
+        """True when the open turn dispatched `call_id` and no result answered it yet."""
+        call = self._turn.calls.get(call_id) if self._turn is not None else None
+        return call is not None and call.dispatch is not None and not call.answered
 
     def owed_in_open_turn(self) -> list[str]:
-        """Unanswered calls of the innermost open turn, without building a snapshot."""
-        if not self._turns_open:
+        """Unanswered calls of the open turn, without building a snapshot."""
+        if self._turn is None:
             return []
-        return [c for c in self._turns_open[-1].calls if c not in self._answered]
+        return [call_id for call_id, call in self._turn.calls.items() if not call.answered]
+
+    def owed_in_open_step(self) -> list[str]:
+        """Unanswered calls requested in the open step."""
+        turn = self._turn
+        if turn is None or turn.open_step is None:
+            return []
+        step_seq = turn.open_step.seq
+        return [
+            call_id
+            for call_id, call in turn.calls.items()
+            if not call.answered and call.step_seq == step_seq
+        ]
 
     # -- handlers -----------------------------------------------------------
 
@@ -270,11 +358,13 @@ class Fold:
             self._session = data
 
     def _on_system(self, event: Event, data: ev.SystemMessage) -> None:
+        self._asking = frozenset()
         self._messages.append(
             Message(role="system", content=data.content, seq=event.seq, origin=event.origin)
         )
 
     def _on_user(self, event: Event, data: ev.UserMessage) -> None:
+        self._asking = frozenset()
         self._messages.append(
             Message(
                 role="user",
@@ -287,64 +377,95 @@ class Fold:
         self._needs_response = True
 
     def _on_assistant(self, event: Event, data: ev.AssistantMessage) -> None:
+        calls = data.tool_calls
+        self._asking = frozenset(call.id for call in calls)
         self._messages.append(
             Message(
                 role="assistant",
                 content=data.content,
                 seq=event.seq,
-                tool_calls=tuple(data.tool_calls),
+                tool_calls=tuple(calls),
                 origin=event.origin,
             )
         )
-        self._needs_response = bool(data.tool_calls)
-        if self._turns_open and data.tool_calls:
-            turn = self._turns_open[-1]
+        self._needs_response = bool(calls)
+        turn = self._turn
+        if turn is not None and calls:
             step_seq = turn.open_step.seq if turn.open_step is not None else None
-            for call in data.tool_calls:
-                if call.id not in turn.calls:
-                    turn.calls[call.id] = [call.name, event.seq, step_seq, None, None]
+            for call in calls:
+                known = turn.calls.get(call.id)
+                if known is None or known.answered:
+                    turn.sight(call.id, _Call(call.name, event.seq, step_seq))
 
     def _on_tool_result(self, event: Event, data: ev.ToolResult) -> None:
-        if data.call_id in self._answered:
-            self._warnings.append(f"seq {event.seq}: second result for call {data.call_id!r}")
-        self._answered.add(data.call_id)
-        self._in_flight.pop(data.call_id, None)
-        self._messages.append(
-            Message(
-                role="tool",
-                content=data.content,
-                seq=event.seq,
-                call_id=data.call_id,
-                name=data.name,
-                is_error=data.is_error,
-                origin=event.origin,
-                risk=data.risk,
-            )
+        call_id = data.call_id
+        turn = self._turn
+        if turn is not None:
+            call = turn.calls.get(call_id)
+            if call is not None and call.answered:
+                self._warnings.append(f"seq {event.seq}: second result for call {call_id!r}")
+            elif call is not None:
+                call.answered = True
+            if (call is None or call.dispatch is None) and event.origin not in _SYNTHETIC_ORIGINS:
+                turn.result_without_dispatch = True
+        message = Message(
+            role="tool",
+            content=data.content,
+            seq=event.seq,
+            call_id=call_id,
+            name=data.name,
+            is_error=data.is_error,
+            origin=event.origin,
+            risk=data.risk,
         )
+        if call_id in self._asking:
+            self._messages.append(message)
+        else:
+            self._place_late_result(message)
         self._needs_response = True
 
+    def _place_late_result(self, message: Message) -> None:
+        """Put a result right after the results already beside the assistant
+        message that asked for its call (DESIGN §7), looking back no further
+        than the open turn; a result no message in reach asked for goes last."""
+        messages = self._messages
+        floor = self._turn.seq if self._turn is not None else None
+        index = len(messages) - 1
+        while floor is not None and index >= 0 and messages[index].seq > floor:
+            candidate = messages[index]
+            if candidate.role == "assistant" and any(
+                call.id == message.call_id for call in candidate.tool_calls
+            ):
+                position = index + 1
+                while position < len(messages) and messages[position].role == "tool":
+                    position += 1
+                messages.insert(position, message)
+                return
+            index -= 1
+        messages.append(message)
+
     def _on_turn_start(self, event: Event, data: ev.TurnStart) -> None:
-        if self._turns_open:
+        if self._turn is not None:
             self._warnings.append(
-                f"seq {event.seq}: turn_start while the turn at seq "
-                f"{self._turns_open[-1].seq} is still open"
+                f"seq {event.seq}: turn_start while the turn at seq {self._turn.seq} is "
+                "still open; that turn is abandoned"
             )
-        self._turns_open.append(_MutableTurn(event.seq, data.turn))
+        self._turn = _MutableTurn(event.seq, data.turn)
         self._turns += 1
         if data.turn is not None:
             self._last_turn = data.turn
 
     def _on_turn_end(self, event: Event, data: ev.TurnEnd) -> None:
-        if not self._turns_open:
+        if self._turn is None:
             self._warnings.append(f"seq {event.seq}: turn_end closes no open turn")
             return
-        self._turns_open.pop()
+        self._turn = None
 
     def _on_step_start(self, event: Event, data: ev.StepStart) -> None:
-        if not self._turns_open:
+        turn = self._turn
+        if turn is None:
             self._warnings.append(f"seq {event.seq}: step_start outside any turn")
             return
-        turn = self._turns_open[-1]
         if turn.open_step is not None:
             self._warnings.append(
                 f"seq {event.seq}: step_start while the step at seq {turn.open_step.seq} is open"
@@ -353,7 +474,7 @@ class Fold:
         turn.steps += 1
 
     def _on_step_end(self, event: Event, data: ev.StepEnd) -> None:
-        turn = self._turns_open[-1] if self._turns_open else None
+        turn = self._turn
         if turn is None or turn.open_step is None:
             self._warnings.append(f"seq {event.seq}: step_end closes no open step")
             return
@@ -361,23 +482,21 @@ class Fold:
         turn.open_step = None
 
     def _on_dispatch(self, event: Event, data: ev.ToolDispatch) -> None:
-        if data.call_id not in self._answered:
-            self._in_flight[data.call_id] = None
-        if not self._turns_open:
+        turn = self._turn
+        if turn is None:
             self._warnings.append(f"seq {event.seq}: tool_dispatch outside any turn")
             return
-        turn = self._turns_open[-1]
         turn.dispatched_any = True
-        sighting = turn.calls.get(data.call_id)
-        if sighting is None:
+        call = turn.calls.get(data.call_id)
+        if call is None or call.answered:
             step_seq = turn.open_step.seq if turn.open_step is not None else None
-            turn.calls[data.call_id] = [data.name, event.seq, step_seq, data, event.seq]
-        elif sighting[3] is None:
-            sighting[3] = data
-            sighting[4] = event.seq
+            turn.sight(data.call_id, _Call(data.name, event.seq, step_seq, data, event.seq))
+        elif call.dispatch is None:
+            call.dispatch = data
+            call.dispatch_seq = event.seq
 
     def _on_compaction(self, event: Event, data: ev.Compaction) -> None:
-        if self._turns_open:
+        if self._turn is not None:
             self._warnings.append(f"seq {event.seq}: compaction inside an open turn")
         kept = [m for m in self._messages if m.seq > data.through_seq]
         summary = Message(
@@ -388,6 +507,7 @@ class Fold:
             kind="compaction",
         )
         self._messages = [summary, *kept]
+        self._asking = frozenset()
 
     def _on_revived(self, event: Event, data: ev.RunRevived) -> None:
         self._revivals += 1

@@ -10,6 +10,7 @@ from turnlog import events as ev
 from turnlog.errors import ForkBoundaryError, FormatError
 from turnlog.events import Event
 from turnlog.fold import Fold
+from turnlog.stores.base import Store
 
 
 def fork(
@@ -33,8 +34,8 @@ def fork(
         )
     prefix = events[: at_seq + 1]
     state = Fold(prefix).state
-    if state.open_turns:
-        start = state.open_turns[0].seq
+    if state.open_turn is not None:
+        start = state.open_turn.seq
         raise ForkBoundaryError(
             f"fork point {at_seq} is inside the turn that starts at seq {start}",
             hint=f"fork at seq {start - 1} (before the turn) or after its turn_end"
@@ -49,3 +50,38 @@ def fork(
         parent=ev.Parent(session_id=parent_header.session_id, seed_length=at_seq + 1),
     )
     return [msgspec.structs.replace(events[0], data=header), *prefix[1:]]
+
+
+def fork_session(
+    store: Store,
+    session_id: str,
+    at_seq: int,
+    *,
+    new_id: str | None = None,
+    created_at: str | None = None,
+) -> str:
+    """Fork a stored session into a new one in the same store; returns its id.
+
+    The source is read in full and must be sound: a damaged record anywhere
+    refuses the fork (it is never re-checksummed into a clean-looking copy),
+    and so does a torn tail the fork point would reach into.
+    """
+    scan = store.scan(session_id)
+    if scan.refusal is not None:
+        store.read(session_id)  # raises the store's own refusal, located
+    events = scan.events
+    if scan.torn is not None and at_seq >= len(events):
+        raise FormatError(
+            f"seq {at_seq} lies in the torn tail of session {session_id!r}",
+            hint="run `turnlog recover` first, or fork at an earlier seq",
+        )
+    if new_id is None:
+        n = 1
+        while store.exists(f"{session_id}-fork-{n}"):
+            n += 1
+        new_id = f"{session_id}-fork-{n}"
+    forked = fork(events, at_seq, session_id=new_id, created_at=created_at)
+    with store.create(forked[0]) as writer:
+        if len(forked) > 1:
+            writer.append(forked[1:], expected_seq=1, sync=True)
+    return new_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -14,12 +15,19 @@ from typing import Any, Final, Literal
 
 from turnlog import events as ev
 from turnlog.damage import TornTail
-from turnlog.errors import SessionNotFoundError, TurnlogError, UsageError
+from turnlog.errors import (
+    SessionNotFoundError,
+    TurnlogError,
+    UnfinishedSessionError,
+    UsageError,
+    WriteOrderError,
+)
 from turnlog.events import Content, Event, EventData, Origin, ToolCall, TurnEndReason
 from turnlog.fold import Fold, Message, SessionState
-from turnlog.recovery import Plan, plan_state, unwind_events, unwind_result
+from turnlog.recovery import Plan, plan_verdict, unwind_events, unwind_result
 from turnlog.stores import open_store
 from turnlog.stores.base import Store, StoreWriter
+from turnlog.verdict import Verdict, decide
 
 Durability = Literal["always", "barrier", "none"]
 DURABILITY_MODES: Final = ("always", "barrier", "none")
@@ -51,6 +59,12 @@ def utc_now() -> str:
     return f"{_second_prefix}{micros:06d}Z"
 
 
+def _must_sync(mode: str, data: EventData) -> bool:
+    """The one home of the durability rule: is this payload durable before
+    `append` returns, in this mode?"""
+    return mode == "always" or (mode == "barrier" and isinstance(data, _BARRIER_TYPES))
+
+
 def _check_durability(durability: str) -> None:
     if durability not in DURABILITY_MODES:
         raise UsageError(
@@ -72,15 +86,16 @@ class Dispatch:
         self.answered = False
 
     def result(self, content: Content, *, is_error: bool = False) -> Event:
-        if self.answered:
-            raise UsageError(f"call {self.call.id!r} already has a result")
-        event = self._log.append(
-            ev.ToolResult(
-                call_id=self.call.id, name=self.call.name, content=content, is_error=is_error
+        with self._log._lock:
+            if self.answered:
+                raise UsageError(f"call {self.call.id!r} already has a result")
+            event = self._log.append(
+                ev.ToolResult(
+                    call_id=self.call.id, name=self.call.name, content=content, is_error=is_error
+                )
             )
-        )
-        self.answered = True
-        return event
+            self.answered = True
+            return event
 
 
 class Turn:
@@ -97,7 +112,9 @@ class Log:
     """One session opened for writing: holds the store's exclusive lock.
 
     Appends are contiguous, durable per the `durability` mode, and folded as
-    they go, so `state` and `messages` are always current.
+    they go, so `state` and `messages` are always current. Safe to share
+    between threads (frameworks run parallel tool calls in threads): appends
+    are serialized, so seqs never collide.
     """
 
     def __init__(
@@ -121,6 +138,8 @@ class Log:
         self.session_id: str = state.session.session_id
         self._turn: Turn | None = None
         self._subscribers: list[Callable[[Sequence[Event], bool], None]] = []
+        # Reentrant: a dispatch block appends while holding it.
+        self._lock = threading.RLock()
 
     # -- reading ---------------------------------------------------------------
 
@@ -152,56 +171,95 @@ class Log:
             raise UsageError("the log is closed", hint="open the session again to write to it")
         return self._writer
 
+    def _sync_needed(self, batch: Sequence[Event]) -> bool:
+        mode = self._durability
+        return any(_must_sync(mode, event.data) for event in batch)
+
+    def _check_results(self, items: Sequence[EventData]) -> None:
+        """Refuse a result for a call the open turn has not dispatched: the
+        decision table's "did not run" rests on write-ahead dispatch."""
+        dispatched: set[str] = set()
+        for data in items:
+            if type(data) is ev.ToolDispatch:
+                dispatched.add(data.call_id)
+            elif type(data) is ev.ToolResult and not (
+                data.call_id in dispatched or self._fold.is_dispatched(data.call_id)
+            ):
+                raise WriteOrderError(
+                    f"result for call {data.call_id!r}, which the open turn has not dispatched",
+                    hint="dispatch it with `log.dispatch(call)` before running the tool, or "
+                    "pass allow_undispatched=True for results whose dispatch is unknown "
+                    "(an import)",
+                )
+
     def append_many(
-        self, items: Sequence[EventData], *, origin: str | None = None, sync: bool | None = None
+        self,
+        items: Sequence[EventData],
+        *,
+        origin: str | None = None,
+        sync: bool | None = None,
+        allow_undispatched: bool = False,
     ) -> list[Event]:
         """Append payloads as one batch (one write, at most one sync)."""
-        writer = self._require_writer()
-        ts = utc_now()
-        first = self._fold.next_seq
-        batch = [
-            Event(seq=first + offset, data=data, ts=ts, origin=origin)
-            for offset, data in enumerate(items)
-        ]
-        self._write(writer, batch, sync)
-        return batch
+        with self._lock:
+            writer = self._require_writer()
+            if not allow_undispatched:
+                self._check_results(items)
+            ts = utc_now()
+            first = self._fold.next_seq
+            batch = [
+                Event(seq=first + offset, data=data, ts=ts, origin=origin)
+                for offset, data in enumerate(items)
+            ]
+            self._write(writer, batch, sync)
+            return batch
 
     def append(
-        self, data: EventData, *, origin: str | None = None, sync: bool | None = None
+        self,
+        data: EventData,
+        *,
+        origin: str | None = None,
+        sync: bool | None = None,
+        allow_undispatched: bool = False,
     ) -> Event:
-        """Append one payload; returns the stored event. `sync` overrides the mode."""
-        # The hot path of every agent loop: `_write` inlined for one event.
-        writer = self._writer or self._require_writer()
-        fold = self._fold
-        event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
-        if sync is None:
-            mode = self._durability
-            sync = mode == "always" or (mode == "barrier" and isinstance(data, _BARRIER_TYPES))
-        writer.append((event,), expected_seq=event.seq, sync=sync)
-        fold.apply(event)
-        if self._subscribers:
-            for callback in self._subscribers:
-                callback((event,), sync)
-        return event
+        """Append one payload; returns the stored event. `sync` overrides the mode.
 
-    def _sync_needed(self, batch: Sequence[Event]) -> bool:
-        if self._durability == "always":
-            return True
-        if self._durability == "barrier":
-            return any(isinstance(e.data, _BARRIER_TYPES) for e in batch)
-        return False
+        A `ToolResult` must answer a call the open turn dispatched, unless
+        `allow_undispatched` says its dispatch is unknown (an import).
+        """
+        # The hot path of every agent loop: `_write` inlined for one event.
+        with self._lock:
+            writer = self._writer or self._require_writer()
+            fold = self._fold
+            if type(data) is ev.ToolResult and not allow_undispatched:
+                self._check_results((data,))
+            event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
+            if sync is None:
+                sync = _must_sync(self._durability, data)
+            try:
+                writer.append((event,), expected_seq=event.seq, sync=sync)
+            finally:
+                # Exception-safe bookkeeping: whatever reached the store is
+                # folded, even when a signal handler raised mid-append.
+                if writer.next_seq > fold.next_seq:
+                    fold.apply(event)
+            if self._subscribers:
+                for callback in self._subscribers:
+                    callback((event,), sync)
+            return event
 
     def _write(self, writer: StoreWriter, batch: list[Event], sync: bool | None) -> None:
         if not batch:
             return
         if sync is None:
-            sync = self._durability == "always" or (
-                self._durability == "barrier" and self._sync_needed(batch)
-            )
-        writer.append(batch, expected_seq=batch[0].seq, sync=sync)
-        apply = self._fold.apply
-        for event in batch:
-            apply(event)
+            sync = self._sync_needed(batch)
+        try:
+            writer.append(batch, expected_seq=batch[0].seq, sync=sync)
+        finally:
+            landed = writer.next_seq - self._fold.next_seq
+            apply = self._fold.apply
+            for event in batch[: max(landed, 0)]:
+                apply(event)
         if self._subscribers:
             for callback in self._subscribers:
                 callback(batch, sync)
@@ -231,16 +289,17 @@ class Log:
         an open step is closed, and the turn ends `error` (or `cancelled` for
         a cancellation); the exception then propagates.
         """
-        if self._fold.turn_open:
-            raise UsageError(
-                "a turn is already open; turns never nest",
-                hint="end the open turn first, or recover the session if it crashed",
-            )
-        # Cheap accessors, not `state`: a snapshot copies the whole transcript.
-        number = self._fold.last_turn_number + 1
-        self.append(ev.TurnStart(turn=number, revivals=self._fold.revivals))
-        turn = Turn(number)
-        self._turn = turn
+        with self._lock:
+            if self._fold.turn_open:
+                raise UsageError(
+                    "a turn is already open; turns never nest",
+                    hint="end the open turn first, or recover the session if it crashed",
+                )
+            # Cheap accessors, not `state`: a snapshot copies the whole transcript.
+            number = self._fold.last_turn_number + 1
+            self.append(ev.TurnStart(turn=number, revivals=self._fold.revivals))
+            turn = Turn(number)
+            self._turn = turn
         try:
             yield turn
         except BaseException as exc:
@@ -252,18 +311,18 @@ class Log:
             self._unwind(exc, reason=reason.value)
             raise
         else:
-            unanswered = self._fold.owed_in_open_turn()
-            if unanswered:
-                owed = ", ".join(unanswered)
-                error = UsageError(
-                    f"turn {number} ended with calls still unanswered: {owed}",
-                    hint="record a result for every call the turn requested",
-                )
-                self._unwind(error, reason=TurnEndReason.ERROR.value)
-                raise error
-            if self._fold.step_open:
-                self.append(ev.StepEnd(turn=number, step=turn.steps, outcome="ok"))
-            self.append(ev.TurnEnd(reason=turn.reason, turn=number, steps=turn.steps))
+            with self._lock:
+                unanswered = self._fold.owed_in_open_turn()
+                if unanswered:
+                    error = WriteOrderError(
+                        f"turn {number} ended with calls still unanswered: {', '.join(unanswered)}",
+                        hint="dispatch every call the turn requested and record its result",
+                    )
+                    self._unwind(error, reason=TurnEndReason.ERROR.value)
+                    raise error
+                if self._fold.step_open:
+                    self.append(ev.StepEnd(turn=number, step=turn.steps, outcome="ok"))
+                self.append(ev.TurnEnd(reason=turn.reason, turn=number, steps=turn.steps))
         finally:
             self._turn = None
 
@@ -275,14 +334,27 @@ class Log:
             raise UsageError("a step must be inside a turn", hint="use `with log.turn():` first")
         if self._fold.step_open:
             raise UsageError("a step is already open; steps never nest")
-        turn.steps += 1
-        self.append(ev.StepStart(turn=turn.number, step=turn.steps))
+        with self._lock:
+            turn.steps += 1
+            self.append(ev.StepStart(turn=turn.number, step=turn.steps))
         try:
             yield turn.steps
         except BaseException as exc:
             self._unwind(exc, reason=None)
             raise
-        else:
+        with self._lock:
+            owed = self._fold.owed_in_open_step()
+            if owed:
+                # A normal step_end would say nothing was in flight, and recovery
+                # would then call these calls "not started" (R3) even if the
+                # program runs them after the block. Refuse, and let the turn
+                # close them as outcome unknown.
+                raise WriteOrderError(
+                    f"step {turn.steps} of turn {turn.number} ended with calls unanswered: "
+                    f"{', '.join(owed)}",
+                    hint="run each requested call inside `with log.dispatch(call)` and record "
+                    "its result before the step ends",
+                )
             self.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
 
     @contextmanager
@@ -299,17 +371,21 @@ class Log:
         `handle.result(...)`. If the block raises or ends without a result,
         the call is answered as outcome unknown, since it may have run.
         """
-        if not self._fold.turn_open:
-            raise UsageError(
-                "a dispatch must be inside a turn", hint="use `with log.turn():` first"
+        with self._lock:
+            if not self._fold.turn_open:
+                raise UsageError(
+                    "a dispatch must be inside a turn", hint="use `with log.turn():` first"
+                )
+            if self._fold.is_answered(call.id):
+                raise UsageError(
+                    f"call {call.id!r} already has a result in this turn; tool calls are never "
+                    "replayed"
+                )
+            if self._fold.is_dispatched(call.id):
+                raise UsageError(f"call {call.id!r} is already dispatched and running")
+            self.append(
+                ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
             )
-        if self._fold.is_answered(call.id):
-            raise UsageError(
-                f"call {call.id!r} already has a result; tool calls are never replayed"
-            )
-        self.append(
-            ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
-        )
         handle = Dispatch(self, call)
         try:
             yield handle
@@ -322,46 +398,62 @@ class Log:
                 self._unwind_call(call, "the tool block ended without recording a result")
 
     def _unwind_call(self, call: ToolCall, error: str) -> None:
-        result = unwind_result(call.id, call.name, dispatched=True, error=error)
-        self.append(result, origin=Origin.UNWIND.value)
+        with self._lock:
+            if not self._fold.is_dispatched(call.id):
+                return  # answered meanwhile, or already closed by an unwinding turn
+            result = unwind_result(call.id, call.name, dispatched=True, error=error)
+            self.append(result, origin=Origin.UNWIND.value)
 
     def _unwind(self, exc: BaseException, *, reason: str | None) -> None:
-        if self._writer is None:
-            return
-        repairs = unwind_events(self._fold.state, reason=reason, error=_describe_exception(exc))
-        if not repairs:
-            return
-        try:
-            self._write(self._writer, repairs, None)
-        except TurnlogError as write_error:
-            # The original exception is what the caller must see; the log is
-            # left open and a later recovery closes it.
-            exc.add_note(f"turnlog could not close the turn: {write_error}")
+        with self._lock:
+            if self._writer is None:
+                return
+            repairs = unwind_events(
+                self._fold,
+                reason=reason,
+                error=_describe_exception(exc),
+                order_kept=not isinstance(exc, WriteOrderError),
+            )
+            if not repairs:
+                return
+            try:
+                self._write(self._writer, repairs, None)
+            except TurnlogError as write_error:
+                # The original exception is what the caller must see; the log is
+                # left open and a later recovery closes it.
+                exc.add_note(f"turnlog could not close the turn: {write_error}")
 
     # -- recovery ------------------------------------------------------------------
 
+    def verdict(self) -> Verdict:
+        """What recovery and revival see in the session now (`verdict.decide`)."""
+        return decide(self._fold)
+
     def plan(self) -> Plan:
         """The repairs recovery would append now (see `turnlog.plan`)."""
-        return plan_state(self._fold.state)
+        return plan_verdict(decide(self._fold))
 
     def recover(self) -> Plan:
         """Append the repair plan, synced; returns it (empty if nothing was owed)."""
-        repairs = self.plan()
-        if repairs.events:
-            self._write(self._require_writer(), list(repairs.events), True)
-        return repairs
+        with self._lock:
+            repairs = self.plan()
+            if repairs.events:
+                self._write(self._require_writer(), list(repairs.events), True)
+            return repairs
 
     # -- life ----------------------------------------------------------------------
 
     def sync(self) -> None:
-        self._require_writer().sync()
+        with self._lock:
+            self._require_writer().sync()
 
     def close(self) -> None:
         """Sync what is not yet durable and release the lock. Idempotent."""
-        writer, self._writer = self._writer, None
-        if writer is None:
-            return
-        writer.close()
+        with self._lock:
+            writer, self._writer = self._writer, None
+            if writer is None:
+                return
+            writer.close()
 
     @property
     def closed(self) -> bool:
@@ -408,6 +500,13 @@ def open(
         session_id = uuid.uuid4().hex
     if create is None:
         create = not store.exists(session_id)
+        if not create:
+            try:
+                return _open_existing(store, session_id, durability)
+            except UnfinishedSessionError:
+                # A crash cut the session's creation short: nothing in it was
+                # ever acknowledged, so it is created again (bytes kept aside).
+                create = True
     if create:
         header = Event(
             seq=0,
@@ -425,6 +524,10 @@ def open(
         return Log(store, writer, [header], durability=durability)
     if not store.exists(session_id):
         raise SessionNotFoundError(f"no session {session_id!r} in {store.url}")
+    return _open_existing(store, session_id, durability)
+
+
+def _open_existing(store: Store, session_id: str, durability: Durability) -> Log:
     writer = store.writer(session_id)
     try:
         events = writer.loaded_events

@@ -1,49 +1,15 @@
-"""Crash recovery: the decision table, the repair plan, and the in-memory patch."""
+"""Crash repairs: the events that close an open turn, and the in-memory patch. Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from turnlog import events as ev
-from turnlog.damage import TornTail
 from turnlog.events import Event, Idempotency, Origin, Risk, TurnEndReason
-from turnlog.fold import CallSighting, Fold, Message, OpenTurn, SessionState
-
-if TYPE_CHECKING:
-    from turnlog.stores.base import Store
-
-
-class Plan(msgspec.Struct, frozen=True, kw_only=True):
-    """The events recovery would append, and what looked wrong on the way."""
-
-    events: tuple[Event, ...]
-    warnings: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.events)
-
-
-def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
-    """The decision table (DESIGN §5): first match wins.
-
-    Keyed on event types only. Saying "did not run" wrongly is how a duplicate
-    charge happens, so every case the log cannot prove lands on
-    `tool_outcome_unknown`.
-    """
-    if call.dispatch is not None:
-        return Risk.OUTCOME_UNKNOWN, "R1"
-    if turn.dispatched_any:
-        # The harness writes dispatches ahead of running tools, and it wrote
-        # some in this turn: a call without one never ran.
-        return Risk.NOT_STARTED, "R2"
-    if call.step_closed:
-        # A closed step had nothing in flight.
-        return Risk.NOT_STARTED, "R3"
-    return Risk.OUTCOME_UNKNOWN, "R4"
-
+from turnlog.fold import CallSighting, Fold, Message, OpenTurn
+from turnlog.verdict import Verdict, classify, decide
 
 _NOT_STARTED_TEXT = (
     "[turnlog] Tool call {what} did not run: the agent process ended before it was "
@@ -70,14 +36,20 @@ _UNKNOWN_TEXT: dict[str | None, str] = {
     ),
 }
 _NO_DISPATCH_LOG_TEXT = (
-    "[turnlog] The agent process ended during the step that requested tool call {what}. "
-    "This log records no dispatches for the turn, so whether the call ran is unknown. "
-    "Check the state it was changing before running it again; do not retry it blindly."
+    "[turnlog] The agent process ended during the turn that requested tool call {what}. "
+    "The log holds no dispatch record that could show whether the call started, so "
+    "whether it ran is unknown. Check the state it was changing before running it "
+    "again; do not retry it blindly."
 )
 _UNWIND_UNKNOWN_TEXT = (
     "[turnlog] Tool call {what} was running when the agent stopped it ({error}). It may "
     "have taken effect, fully or in part. Check the state it was changing before running "
     "it again; do not retry it blindly."
+)
+_UNWIND_UNRECORDED_TEXT = (
+    "[turnlog] Tool call {what} was left without a dispatch or a result when the agent "
+    "stopped ({error}), so whether it ran is unknown. Check the state it was changing "
+    "before running it again; do not retry it blindly."
 )
 _UNWIND_NOT_STARTED_TEXT = (
     "[turnlog] Tool call {what} did not run: the agent stopped ({error}) before "
@@ -89,15 +61,22 @@ def _describe(call_id: str, name: str | None) -> str:
     return f"`{name}` ({call_id})" if name else f"({call_id})"
 
 
-def unwind_result(call_id: str, name: str | None, *, dispatched: bool, error: str) -> ev.ToolResult:
+def unwind_result(
+    call_id: str, name: str | None, *, dispatched: bool, error: str, order_kept: bool = True
+) -> ev.ToolResult:
     """The result a live writer records for a call its exception left unanswered.
 
-    Live, the writer knows what the log alone cannot: a call with no dispatch
-    never ran (U2); a dispatched one may have (U1).
+    Live, the writer knows what the log alone cannot: while the program kept
+    the write order, a call with no dispatch never ran (U2); a dispatched one
+    may have (U1). When the exception is the writer refusing a broken order
+    (a step closed with calls owed), an undispatched call may have run outside
+    any dispatch, so it is outcome unknown too (U3).
     """
     what = _describe(call_id, name)
     if dispatched:
         risk, rule, text = Risk.OUTCOME_UNKNOWN, "U1", _UNWIND_UNKNOWN_TEXT
+    elif not order_kept:
+        risk, rule, text = Risk.OUTCOME_UNKNOWN, "U3", _UNWIND_UNRECORDED_TEXT
     else:
         risk, rule, text = Risk.NOT_STARTED, "U2", _UNWIND_NOT_STARTED_TEXT
     return ev.ToolResult(
@@ -124,24 +103,26 @@ def result_text(call: CallSighting, risk: Risk, rule: str) -> str:
 
 def _close_turn(
     turn: OpenTurn,
-    answered: frozenset[str],
     *,
     next_seq: int,
     ts: str | None,
     origin: Origin,
     reason: str | None,
     error: str | None = None,
+    order_kept: bool = True,
 ) -> list[Event]:
-    """The events that close one open turn: results, step_end, then turn_end
+    """The events that close the open turn: results, step_end, then turn_end
     unless `reason` is None (a live step unwinding inside a turn that goes on)."""
     out: list[Event] = []
     seq = next_seq
-    for call in turn.calls:
-        if call.call_id in answered:
-            continue
+    for call in turn.owed:
         if origin is Origin.UNWIND:
             data = unwind_result(
-                call.call_id, call.name, dispatched=call.dispatch is not None, error=str(error)
+                call.call_id,
+                call.name,
+                dispatched=call.dispatch is not None,
+                error=str(error),
+                order_kept=order_kept,
             )
         else:
             risk, rule = classify(call, turn)
@@ -166,25 +147,28 @@ def _close_turn(
     return out
 
 
-def plan_state(state: SessionState) -> Plan:
-    """The repair plan for a folded state (see `plan`)."""
-    repairs: list[Event] = []
-    seq = state.next_seq
-    answered = state.answered
-    # Innermost first: each turn_end closes the innermost open turn.
-    for turn in reversed(state.open_turns):
-        closing = _close_turn(
-            turn,
-            answered,
-            next_seq=seq,
-            ts=state.last_ts,
-            origin=Origin.RECOVERY,
-            reason=TurnEndReason.INTERRUPTED.value,
-        )
-        repairs += closing
-        seq += len(closing)
-        answered = answered | {call.call_id for call in turn.calls}
-    return Plan(events=tuple(repairs), warnings=state.warnings)
+class Plan(msgspec.Struct, frozen=True, kw_only=True):
+    """The events recovery would append, and what looked wrong on the way."""
+
+    events: tuple[Event, ...]
+    warnings: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.events)
+
+
+def plan_verdict(found: Verdict) -> Plan:
+    """The repair plan for a verdict (see `plan`)."""
+    if found.open_turn is None:
+        return Plan(events=())
+    repairs = _close_turn(
+        found.open_turn,
+        next_seq=found.next_seq,
+        ts=found.last_ts,
+        origin=Origin.RECOVERY,
+        reason=TurnEndReason.INTERRUPTED.value,
+    )
+    return Plan(events=tuple(repairs))
 
 
 def plan(events: Iterable[Event]) -> Plan:
@@ -193,60 +177,35 @@ def plan(events: Iterable[Event]) -> Plan:
     Pure and deterministic: the same events give the same repairs, byte for
     byte; synthetic timestamps are the last real event's.
     """
-    return plan_state(Fold(events).state)
+    folder = Fold(events)
+    repairs = plan_verdict(decide(folder))
+    return Plan(events=repairs.events, warnings=folder.warnings)
 
 
-def unwind_events(state: SessionState, *, reason: str | None, error: str) -> list[Event]:
+def unwind_events(
+    fold: Fold, *, reason: str | None, error: str, order_kept: bool = True
+) -> list[Event]:
     """The events a live writer appends when an exception unwinds a step or turn.
 
-    Live, the writer knows what the log alone cannot: a call with no dispatch
-    never ran. `reason=None` closes the owed calls and the open step only.
+    `reason=None` closes the owed calls and the open step only.
     """
-    turn = state.open_turn
+    turn = fold.open_turn
     if turn is None:
         return []
     return _close_turn(
         turn,
-        state.answered,
-        next_seq=state.next_seq,
+        next_seq=fold.next_seq,
         ts=None,
         origin=Origin.UNWIND,
         reason=reason,
         error=error,
+        order_kept=order_kept,
     )
-
-
-def open_turns(events: Iterable[Event]) -> tuple[OpenTurn, ...]:
-    """Turns with a `turn_start` and no `turn_end`, innermost last."""
-    return Fold(events).state.open_turns
 
 
 def interrupted(events: Iterable[Event]) -> bool:
     """True when the log has an open turn: the signature of a crashed run."""
-    return bool(open_turns(events))
-
-
-class Recovery(msgspec.Struct, frozen=True, kw_only=True):
-    """What `recover` appended, and the torn tail it moved aside first."""
-
-    plan: Plan
-    torn_tail: TornTail | None = None
-
-
-def recover(store: Store, session_id: str, *, force: bool = False) -> Recovery:
-    """Append the repair plan to a stored session, under the writer lock.
-
-    Reads only the tail: the open turn and its calls are all after the last
-    turn boundary, so a 10 GB log costs what a 10 KB one does. A torn tail is
-    moved aside first. Idempotent: a recovered session plans nothing.
-    """
-    with store.writer(session_id, force=force, check="tail") as writer:
-        state = store.read_tail(session_id).fold()
-        repairs = plan_state(state)
-        if repairs.events:
-            writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
-        # Warnings from a tail fold speak of a cut, not of the log.
-        return Recovery(plan=Plan(events=repairs.events), torn_tail=writer.torn_tail)
+    return Fold(events).turn_open
 
 
 _PATCH_TEXT = (

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from turnlog import events as ev
 from turnlog.events import Event, content_text
-from turnlog.revival import Inspection
+from turnlog.triage import Inspection
 
 STATUS_STYLE = {
     "running": "bold cyan",
@@ -52,7 +52,7 @@ def render_inspection(console: Console, found: Inspection) -> None:
     console.print(f"  turns         {found.turns}")
     if found.last_activity:
         console.print(f"  last activity {found.last_activity}")
-    if found.holder_pid:
+    if found.holder_pid is not None:
         console.print(f"  writer pid    {found.holder_pid}")
     if found.open_turn is not None:
         turn = found.open_turn.turn

@@ -9,7 +9,8 @@ import msgspec
 from turnlog import events as ev
 from turnlog.damage import Problem, TornTail
 from turnlog.events import Event
-from turnlog.fold import Fold, SessionState
+from turnlog.fold import Fold
+from turnlog.verdict import Verdict, decide
 
 
 class Tail(msgspec.Struct, frozen=True, kw_only=True):
@@ -25,24 +26,31 @@ class Tail(msgspec.Struct, frozen=True, kw_only=True):
     bytes_read: int = 0
     torn: TornTail | None = None
     problems: tuple[Problem, ...] = ()
+    # Where the last whole record ends: what a writer keeps of the file.
+    valid_size_bytes: int = 0
 
-    def fold(self) -> SessionState:
-        """The state a full fold would give for the open turn, owed calls,
-        revivals and the last message (the transcript holds only the tail)."""
+    def fold(self) -> Fold:
+        """A fold of the tail: exact for the open turn, owed calls, revivals
+        and the last message; its transcript holds only the tail."""
         first_seq = self.events[0].seq if self.events else 0
         folder = Fold()
         if self.header is not None and first_seq > 0:
             folder.apply(self.header)
         folder.resume_at(first_seq, revivals=self.revivals_before)
         folder.extend(self.events)
-        return folder.state
+        return folder
+
+    def verdict(self) -> Verdict:
+        """The same verdict a fold of the whole log gives (`verdict.decide`)."""
+        return decide(self.fold())
 
 
 def collect_tail(newest_first: Iterable[Event]) -> tuple[list[Event], int]:
     """Walk events newest first and stop as soon as the tail decides the state.
 
     The tail must reach back to the last turn boundary (so an open turn is
-    seen whole), to the last surface message (finished or not), and to a
+    seen whole), to the last surface message other than a compaction summary
+    (finished or not, and what it asks of the model), and to a
     revival anchor: a `run_revived` (which carries its count) or a
     `turn_start` stamped with `revivals`. Returns the events oldest first and
     the number of revivals before the first of them.
@@ -56,7 +64,7 @@ def collect_tail(newest_first: Iterable[Event]) -> tuple[list[Event], int]:
         data = event.data
         if isinstance(data, ev.TurnStart | ev.TurnEnd):
             boundary = True
-        if data.TYPE in ev.SURFACE_TYPES:
+        if data.TYPE in ev.SURFACE_TYPES and not isinstance(data, ev.Compaction):
             surface = True
         if anchor is None:
             if isinstance(data, ev.RunRevived):

@@ -1,18 +1,31 @@
-"""Integrity checks over a whole session: the problems `turnlog verify` reports. Pure."""
+"""Integrity checks over a whole stored session: what `turnlog verify` reports."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from turnlog import events as ev
 from turnlog.damage import Problem
+from turnlog.errors import TurnlogError
 from turnlog.events import Event
 from turnlog.fold import Fold
+from turnlog.stores import Store
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    """One session's verification: clean, or every problem found."""
+
+    session_id: str
+    ok: bool
+    events: int
+    problems: tuple[Problem, ...]
 
 
 def check_events(events: Sequence[Event]) -> list[Problem]:
     """Pairing and bookkeeping problems in valid records: turns and steps that
-    close nothing, results answered twice or for calls never made."""
+    close nothing, results answered twice or for calls never made. Pure."""
     problems: list[Problem] = []
     folder = Fold()
     known_calls: set[str] = set()
@@ -29,5 +42,42 @@ def check_events(events: Sequence[Event]) -> list[Problem]:
                 )
             )
         folder.apply(event)
-    problems += [Problem(message=warning) for warning in folder.state.warnings]
+    problems += [Problem(message=warning) for warning in folder.warnings]
     return problems
+
+
+def verify_session(store: Store, session_id: str, *, strict: bool = False) -> Report:
+    """Check one session: checksums, seq order, header, vocabulary, pairing.
+
+    Never raises for what it finds: an entry that is not a session file, or
+    a file that is not a turnlog session, is a problem of that session.
+    """
+    try:
+        scan = store.scan(session_id)
+    except TurnlogError as exc:
+        return Report(
+            session_id=session_id, ok=False, events=0, problems=(Problem(message=exc.message),)
+        )
+    problems = list(scan.problems)
+    if scan.torn is not None and scan.refusal is None:
+        problems.append(
+            Problem(
+                message=f"torn tail of {scan.torn.size_bytes} bytes (run `turnlog recover`)",
+                offset=scan.torn.offset,
+            )
+        )
+    if strict:
+        problems += [
+            Problem(message="record has no checksum", line=n) for n in scan.lines_without_crc
+        ]
+    if not scan.events and not problems:
+        problems.append(Problem(message="no session header"))
+    problems += check_events(scan.events)
+    return Report(
+        session_id=session_id, ok=not problems, events=len(scan.events), problems=tuple(problems)
+    )
+
+
+def verify_store(store: Store, *, strict: bool = False) -> list[Report]:
+    """Check every session of a store, going on past any odd entry."""
+    return [verify_session(store, session_id, strict=strict) for session_id in store.sessions()]

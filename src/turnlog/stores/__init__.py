@@ -1,15 +1,32 @@
-"""Where sessions live: the store contract and the way a target names a store."""
+"""Where sessions live: the store contract and the one way a target names a store."""
 
 from __future__ import annotations
 
 import os
+from typing import Final
 
-from turnlog.errors import UsageError
-from turnlog.stores.base import Store, StoreWriter, validate_session_id
+from turnlog.errors import SessionNotFoundError, UsageError
+from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
 from turnlog.stores.jsonl import SUFFIX, JSONLStore
 from turnlog.stores.memory import MemoryStore
 
-__all__ = ["JSONLStore", "MemoryStore", "Store", "StoreWriter", "open_store"]
+__all__ = [
+    "DEFAULT_STORE",
+    "STORE_ENV",
+    "Holder",
+    "JSONLStore",
+    "MemoryStore",
+    "Store",
+    "StoreWriter",
+    "open_store",
+    "resolve_session",
+    "store_from_url",
+]
+
+#: Where session ids are looked up when nothing else says.
+DEFAULT_STORE: Final = "sessions"
+#: The environment variable naming the default store.
+STORE_ENV: Final = "TURNLOG_STORE"
 
 
 def open_store(
@@ -24,6 +41,8 @@ def open_store(
     if isinstance(target, Store):
         return target, session_id
     text = os.fspath(target)
+    if "\0" in text:
+        raise UsageError(f"{text!r} holds a NUL byte", hint="pass a path without NUL bytes")
     if text.startswith("jsonl:"):
         text = text[len("jsonl:") :]
     elif "://" in text or text.startswith(("sqlite:", "postgres:", "postgresql:")):
@@ -40,3 +59,42 @@ def open_store(
             )
         return JSONLStore(os.path.dirname(text) or "."), stem
     return JSONLStore(text), session_id
+
+
+def resolve_session(session: str, store_url: str | None = None) -> tuple[Store, str]:
+    """A SESSION as people type it: a path to a `.jsonl` file, or an id in a
+    store (`store_url`, else `$TURNLOG_STORE`, else `./sessions`)."""
+    looks_like_path = session.endswith(SUFFIX) or os.sep in session or os.path.lexists(session)
+    if looks_like_path:
+        if os.path.isdir(session):
+            raise UsageError(
+                f"{session} is a directory, not a session file",
+                hint="pass a .jsonl file, or a session id with --store DIR",
+            )
+        if not os.path.lexists(session):
+            raise SessionNotFoundError(
+                f"{session}: no such file",
+                hint="check the path, or list sessions with `turnlog ls`",
+            )
+        if not session.endswith(SUFFIX):
+            raise UsageError(
+                f"{session} is not a .jsonl session file",
+                hint="turnlog sessions are <session_id>.jsonl files",
+            )
+        store, session_id = open_store(session)
+        assert session_id is not None
+        return store, session_id
+    store, _ = open_store(store_url or os.environ.get(STORE_ENV) or DEFAULT_STORE)
+    validate_session_id(session)
+    if not store.exists(session):
+        raise SessionNotFoundError(
+            f"no session {session!r} in {store.url}",
+            hint="list sessions with `turnlog ls --store DIR`, or pass the .jsonl path",
+        )
+    return store, session
+
+
+def store_from_url(store_url: str | None = None) -> Store:
+    """The store a command lists or sweeps: `store_url`, `$TURNLOG_STORE`, `./sessions`."""
+    store, _ = open_store(store_url or os.environ.get(STORE_ENV) or DEFAULT_STORE)
+    return store

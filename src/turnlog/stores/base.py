@@ -8,7 +8,9 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Final
 
-from turnlog.damage import TornTail
+import msgspec
+
+from turnlog.damage import Scan, TornTail
 from turnlog.errors import InvalidSessionIdError
 from turnlog.events import Event
 from turnlog.tail import Tail, collect_tail
@@ -32,6 +34,21 @@ def validate_session_id(session_id: object) -> str:
     if _SESSION_ID.fullmatch(session_id) is None:
         raise InvalidSessionIdError(f"session id {session_id!r} is not allowed")
     return session_id
+
+
+class Holder(msgspec.Struct, frozen=True, kw_only=True):
+    """Who holds a session's writer lock, as far as the store can tell."""
+
+    pid: int | None = None
+    host: str | None = None
+    since: str | None = None
+    # Backend specifics (a lock file, a database backend id).
+    detail: str | None = None
+
+    def describe(self) -> str:
+        if self.pid is None:
+            return "another process"
+        return f"process {self.pid}" + (f" on {self.host}" if self.host else "")
 
 
 class StoreWriter(abc.ABC):
@@ -63,6 +80,17 @@ class StoreWriter(abc.ABC):
         """The events the writer had to read while opening, so a caller need
         not read them again; None when it read none."""
         return None
+
+    @property
+    def tail(self) -> Tail | None:
+        """The tail the writer read under its lock when opened with
+        `check="tail"`, so a caller need not read it again."""
+        return None
+
+    @property
+    @abc.abstractmethod
+    def next_seq(self) -> int:
+        """The seq the next append must carry: what reached the store so far."""
 
     def __enter__(self) -> StoreWriter:
         return self
@@ -109,9 +137,17 @@ class Store(abc.ABC):
     def exists(self, session_id: str) -> bool: ...
 
     @abc.abstractmethod
-    def lock_holder(self, session_id: str) -> int | bool | None:
-        """False when no writer holds the session; the holder's pid, or True
-        when one holds it but its pid is unknown."""
+    def lock_holder(self, session_id: str) -> Holder | None:
+        """Who holds the session's writer lock, or None when no live writer does."""
+
+    def location(self, session_id: str) -> str | None:
+        """Where a person finds the session (a file path), if it has one."""
+        return None
+
+    def scan(self, session_id: str) -> Scan:
+        """Read every record and report every problem, never modifying anything.
+        Stores that keep raw records override this to check them."""
+        return Scan(events=self.read(session_id), problems=[])
 
     def iter_newest_first(self, session_id: str) -> Iterator[Event]:
         """Events newest first. Stores override this to read backwards lazily."""

@@ -7,76 +7,196 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import time
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import Final
+from typing import Final, NoReturn
 
 import msgspec
 
 from turnlog import events as ev
-from turnlog.damage import Problem, TornTail
+from turnlog.damage import Problem, Scan, TornTail
 from turnlog.errors import (
     CorruptLogError,
     FormatError,
     LogPoisonedError,
+    NotASessionError,
     SeqConflictError,
     SessionExistsError,
     SessionLockedError,
     SessionNotFoundError,
     StoreIOError,
     TurnlogError,
+    UnfinishedSessionError,
+    UnreadableRecordError,
     UsageError,
 )
-from turnlog.events import MAX_RECORD_BYTES, Event, decode_record_fast
-from turnlog.stores.base import Store, StoreWriter, validate_session_id
+from turnlog.events import FORMAT_VERSION, MAX_LINE_BYTES, Event, decode_record_fast
+from turnlog.formats.sniff import foreign_hint
+from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
 from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
-from turnlog.stores.jsonl_record import CRC_OPEN, decode_line, encode_line
+from turnlog.stores.jsonl_record import CRC_OPEN, check_crc, decode_line, encode_line
 from turnlog.tail import Tail, collect_tail
 
 SUFFIX: Final = ".jsonl"
 # Backward reads go in blocks this size: large enough that a typical open
 # turn is one or two reads, small enough that detection reads almost nothing.
 TAIL_BLOCK_BYTES: Final = 64 * 1024
+# Forward reads buffer this much at a time.
+READ_BLOCK_BYTES: Final = 1024 * 1024
 # A reader's inspection briefly takes a shared lock; a writer opening at that
 # instant retries this long before it reports the session as locked.
 LOCK_RETRY_S: Final = 0.2
 MAX_SIDECARS: Final = 1000
+# Longer directory paths are refused up front (Linux's PATH_MAX), so a
+# runaway path is a clear error, not a failure deep inside makedirs.
+MAX_PATH_BYTES: Final = 4096
+# How every header turnlog writes begins; a first line cut short that is a
+# prefix of this (or begins with it) is a header torn while being created.
+HEADER_START: Final = b'{"seq":0,"type":"session"'
+_BOM: Final = b"\xef\xbb\xbf"
 
 
-class Scan(msgspec.Struct, kw_only=True):
-    """A full forward read of a session file."""
+class Head(msgspec.Struct, frozen=True, kw_only=True):
+    """What the first line of a session file says: the proof the file is ours.
 
-    events: list[Event]
-    problems: list[Problem]
-    torn: TornTail | None
-    # Damage before a later valid record: a writer refuses the file.
-    corrupt: bool
-    valid_size_bytes: int
+    `header` is None for an unfinished file: empty, or a header cut short by
+    a crash while the session was being created.
+    """
+
+    header: Event | None
+    checksummed: bool
     size_bytes: int
-    # Line numbers of valid records that carry no checksum (hand-made lines).
-    lines_without_crc: list[int]
-
-    def first_corruption(self) -> Problem | None:
-        return self.problems[0] if self.corrupt and self.problems else None
 
 
-def scan_lines(lines: Iterator[bytes]) -> Scan:
-    """Classify every line: whole records, then a torn tail or corruption.
+def _kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
-    A bad record followed only by bad records is a torn tail (a crash
-    artifact). A bad record followed by a good one, or a good record out of
-    seq order, is corruption: no crash writes that. `events` is the valid
-    prefix, before the first problem.
+
+def _line_number_at(fd: int, offset: int) -> int:
+    """The 1-based line number of the line starting at `offset`; reads the
+    file up to there, which only error paths pay for."""
+    count = 0
+    pos = 0
+    while pos < offset:
+        block = os.pread(fd, min(READ_BLOCK_BYTES, offset - pos), pos)
+        if not block:
+            break
+        count += block.count(b"\n")
+        pos += len(block)
+    return count + 1
+
+
+def _read_head(fd: int, path: str, end: int) -> Head:
+    """Prove the file is a turnlog session before anything reads on or writes.
+
+    Raises `NotASessionError` for a file whose first line is not a turnlog
+    `session` header (a Claude Code or Codex transcript, any other JSONL),
+    `UnreadableRecordError` for a header of a newer format, `CorruptLogError`
+    for a damaged header with records after it.
+    """
+    head = os.pread(fd, min(TAIL_BLOCK_BYTES, end), 0)
+    newline = head.find(b"\n")
+    if newline < 0 and len(head) < end:
+        head = os.pread(fd, min(MAX_LINE_BYTES, end), 0)
+        newline = head.find(b"\n")
+    if not head:
+        return Head(header=None, checksummed=False, size_bytes=0)
+    if newline < 0 and len(head) < end:
+        if not head.startswith(HEADER_START):
+            _not_ours(path, head[:TAIL_BLOCK_BYTES])
+        raise UnreadableRecordError(
+            f"the first line is over the {MAX_LINE_BYTES}-byte limit",
+            path=path,
+            line=1,
+            offset=0,
+            hint="no turnlog writer makes such a line; the file was left unchanged",
+        )
+    if newline < 0:
+        cut = head.rstrip(b"\0")
+        if HEADER_START.startswith(cut) or cut.startswith(HEADER_START):
+            return Head(header=None, checksummed=False, size_bytes=0)
+        _not_ours(path, head)
+    line = head[:newline]
+    checksummed = check_crc(line) is not None
+    try:
+        event, _ = decode_line(line, checksummed=checksummed, line_number=1)
+    except UnreadableRecordError as exc:
+        if line.startswith(HEADER_START):
+            raise UnreadableRecordError(exc.detail, path=path, line=1, offset=0) from exc
+        _not_ours(path, line)
+    except FormatError as exc:
+        if not (checksummed or line.startswith(HEADER_START)):
+            _not_ours(path, line)
+        if newline + 1 >= end:
+            # The only line, damaged: a header torn while being created.
+            return Head(header=None, checksummed=False, size_bytes=0)
+        raise CorruptLogError(
+            f"damaged session header: {exc.detail}", path=path, line=1, offset=0
+        ) from exc
+    if event.seq != 0 or not isinstance(event.data, ev.Session):
+        _not_ours(path, line)
+    if event.data.format > FORMAT_VERSION:
+        raise UnreadableRecordError(
+            f"the session is in format {event.data.format}; this turnlog reads format "
+            f"{FORMAT_VERSION}",
+            path=path,
+            line=1,
+            offset=0,
+            hint="the session was written by a newer turnlog: upgrade turnlog to read it",
+        )
+    return Head(header=event, checksummed=checksummed, size_bytes=newline + 1)
+
+
+def _not_ours(path: str, first_line: bytes) -> NoReturn:
+    if first_line.startswith(_BOM):
+        what = "starts with a byte-order mark, and a turnlog session starts with its header"
+    else:
+        what = "does not start with a turnlog 'session' header"
+    raise NotASessionError(
+        f"{path} is not a turnlog session: it {what}", hint=foreign_hint(first_line)
+    )
+
+
+def _lines_forward(f: object, end: int) -> Iterator[bytes]:
+    """Lines of an open binary file from its current position up to `end`,
+    each with its newline if it had one, none longer than a line may be."""
+    readline = f.readline  # type: ignore[attr-defined]
+    offset = 0
+    while offset < end:
+        raw = readline(min(MAX_LINE_BYTES + 1, end - offset))
+        if not raw:
+            return
+        offset += len(raw)
+        yield raw
+
+
+def scan_lines(lines: Iterator[bytes], *, checksummed: bool) -> Scan:
+    """Classify every line: whole records, then a torn tail or a refusal.
+
+    Bytes that cannot be a finished record followed only by more such bytes
+    are a torn tail (a crash artifact). A bad record followed by a good one,
+    a good record out of seq order, or a complete record that cannot be
+    understood is a refusal: no crash writes those, and nothing is moved.
+    `events` is the valid prefix, before the first problem.
     """
     events: list[Event] = []
     problems: list[Problem] = []
     first_bad_offset: int | None = None
-    corrupt = False
+    refusal: Problem | None = None
+    kind: str | None = None
     without_crc: list[int] = []
     expected_seq = 0
     offset = 0
-    valid_size = 0
     crc32 = zlib.crc32
     decode_fast = decode_record_fast
     append = events.append
@@ -85,11 +205,10 @@ def scan_lines(lines: Iterator[bytes]) -> Scan:
         if (
             expected_seq
             and first_bad_offset is None
-            and not corrupt
+            and refusal is None
             and raw[-19:-11] == CRC_OPEN
             and raw[-3:] == b'"}\n'
             and b"%08x" % crc32(raw[:-19]) == raw[-11:-3]
-            and size <= MAX_RECORD_BYTES + 1
         ):
             # The fast path: a whole record whose checksum matches, in a file
             # with no damage so far (the same checks as `decode_line`, inlined
@@ -99,32 +218,38 @@ def scan_lines(lines: Iterator[bytes]) -> Scan:
                 append(fast)
                 expected_seq += 1
                 offset += size
-                valid_size = offset
                 continue
         line = raw[:-1] if raw.endswith(b"\n") else raw
         try:
-            if line is raw:
-                raise FormatError("unterminated record (no newline)", line=line_number)
-            if size > MAX_RECORD_BYTES + 1:
+            if size > MAX_LINE_BYTES:
                 raise FormatError(
-                    f"record of {size} bytes is over the {MAX_RECORD_BYTES}-byte limit",
+                    f"line of {size} bytes or more is over the {MAX_LINE_BYTES}-byte limit",
                     line=line_number,
                 )
+            if line is raw:
+                raise FormatError("unterminated record (no newline)", line=line_number)
             if not line.strip(b" \t\r"):
                 # Blank lines are not records; hand-written files have them.
-                if first_bad_offset is None and not corrupt:
-                    valid_size = offset + size
                 offset += size
                 continue
-            event, has_crc = decode_line(line, line_number=line_number)
+            event, has_crc = decode_line(line, checksummed=checksummed, line_number=line_number)
+        except UnreadableRecordError as exc:
+            problem = Problem(message=exc.detail, line=line_number, offset=offset)
+            problems.append(problem)
+            if refusal is None:
+                refusal, kind = problem, "unreadable" if first_bad_offset is None else "corrupt"
+            offset += size
+            continue
         except FormatError as exc:
-            problems.append(Problem(message=exc.message, line=line_number, offset=offset))
+            problems.append(Problem(message=exc.detail, line=line_number, offset=offset))
             if first_bad_offset is None:
                 first_bad_offset = offset
             offset += size
             continue
         if first_bad_offset is not None:
-            corrupt = True
+            if refusal is None:
+                refusal = next(p for p in problems if p.offset == first_bad_offset)
+                kind = "corrupt"
             first_bad_offset = None
             # The damaged lines held the seqs in between; do not report them twice.
             expected_seq = event.seq
@@ -134,25 +259,25 @@ def scan_lines(lines: Iterator[bytes]) -> Scan:
         elif event.seq == 0 and not isinstance(event.data, ev.Session):
             misplaced = f"the first record is {event.type!r}, not the 'session' header"
         if misplaced is not None:
-            problems.append(Problem(message=misplaced, line=line_number, offset=offset))
-            corrupt = True
-        elif not corrupt:
+            problem = Problem(message=misplaced, line=line_number, offset=offset)
+            problems.append(problem)
+            if refusal is None:
+                refusal, kind = problem, "corrupt"
+        elif refusal is None:
             events.append(event)
             if not has_crc:
                 without_crc.append(line_number)
-            valid_size = offset + size
         expected_seq = event.seq + 1
         offset += size
     torn = None
-    if first_bad_offset is not None and not corrupt:
+    if first_bad_offset is not None and refusal is None:
         torn = TornTail(offset=first_bad_offset, size_bytes=offset - first_bad_offset)
     return Scan(
         events=events,
         problems=problems,
         torn=torn,
-        corrupt=corrupt,
-        valid_size_bytes=valid_size,
-        size_bytes=offset,
+        refusal=refusal,
+        refusal_kind=kind,
         lines_without_crc=without_crc,
     )
 
@@ -173,21 +298,14 @@ def _lock_pid(fd: int) -> int | None:
     return None
 
 
-def _header_at(fd: int) -> Event | None:
-    """The first record of an open session file, or None if it is not a whole,
-    valid record. Reads one block, more only for an unusually long header."""
-    head = os.pread(fd, TAIL_BLOCK_BYTES, 0)
-    end = head.find(b"\n")
-    if end < 0 and len(head) == TAIL_BLOCK_BYTES:
-        head = os.pread(fd, MAX_RECORD_BYTES + 1, 0)
-        end = head.find(b"\n")
-    if end < 0:
-        return None
+def _holder(fd: int) -> Holder | None:
+    """The live writer of an open session file, or None; never blocks."""
     try:
-        event, _ = decode_line(head[:end], line_number=1)
-    except FormatError:
-        return None
-    return event
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return Holder(pid=_lock_pid(fd))
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return None
 
 
 def _translate(exc: OSError, action: str, path: str) -> TurnlogError:
@@ -210,7 +328,13 @@ def _translate(exc: OSError, action: str, path: str) -> TurnlogError:
     if code in (errno.EACCES, errno.EPERM):
         return StoreIOError(f"{action} {path}: permission denied", errno=code)
     if code == errno.EISDIR:
-        return StoreIOError(f"{path} is a directory, not a session file", errno=code)
+        return StoreIOError(
+            f"{path} is a directory, not a session file",
+            errno=code,
+            hint="a session is a <session_id>.jsonl file; move the directory out of the store",
+        )
+    if code == errno.ENAMETOOLONG:
+        return StoreIOError(f"{action} {path}: the path is too long", errno=code)
     return StoreIOError(f"{action} {path}: {exc.strerror or exc}", errno=code)
 
 
@@ -225,8 +349,9 @@ class _JSONLWriter(StoreWriter):
         *,
         size_bytes: int,
         next_seq: int,
-        events: list[Event] | None,
-        torn: TornTail | None,
+        events: list[Event] | None = None,
+        tail: Tail | None = None,
+        torn: TornTail | None = None,
     ) -> None:
         self._store = store
         self._io = store.io
@@ -236,9 +361,14 @@ class _JSONLWriter(StoreWriter):
         self._size = size_bytes
         self._next_seq = next_seq
         self._loaded = events
+        self._tail = tail
         self._torn = torn
         self._dirty = False
         self._poisoned: BaseException | None = None
+
+    @property
+    def next_seq(self) -> int:
+        return self._next_seq
 
     @property
     def torn_tail(self) -> TornTail | None:
@@ -248,6 +378,10 @@ class _JSONLWriter(StoreWriter):
     def loaded_events(self) -> list[Event] | None:
         events, self._loaded = self._loaded, None
         return events
+
+    @property
+    def tail(self) -> Tail | None:
+        return self._tail
 
     def _require_fd(self) -> int:
         if self._poisoned is not None:
@@ -284,10 +418,17 @@ class _JSONLWriter(StoreWriter):
         except OSError as exc:
             self._cut_back(fd)
             raise _translate(exc, "append to", self._path) from exc
+        except BaseException:
+            # A signal handler raised (Ctrl-C, SIGTERM calling sys.exit) while
+            # or right after the bytes went out: account for what reached the
+            # file before anything else runs, so no seq is ever written twice.
+            self._settle(fd, len(data), len(events))
+            raise
         if written != len(data):
             self._cut_back(fd)
             raise StoreIOError(
                 f"append to {self._path}: short write ({written} of {len(data)} bytes)",
+                errno=errno.ENOSPC,
                 hint="the disk is likely full; nothing of this append was kept",
             )
         self._size += written
@@ -295,6 +436,21 @@ class _JSONLWriter(StoreWriter):
         self._dirty = True
         if sync:
             self.sync()
+
+    def _settle(self, fd: int, size_bytes: int, count: int) -> None:
+        """After an interrupted write: keep a whole batch that landed, cut a
+        partial one back (its bytes are ours and acknowledged to no one)."""
+        try:
+            landed = os.fstat(fd).st_size - self._size
+        except OSError as exc:
+            self._poisoned = exc
+            return
+        if landed == size_bytes:
+            self._size += size_bytes
+            self._next_seq += count
+            self._dirty = True
+        elif landed:
+            self._cut_back(fd)
 
     def _cut_back(self, fd: int) -> None:
         # A failed or short write may have left part of a record; cut the file
@@ -338,8 +494,16 @@ class JSONLStore(Store):
     """`<directory>/<session_id>.jsonl`, one file per session."""
 
     def __init__(self, directory: str | os.PathLike[str], *, io: FileIO = DEFAULT_IO) -> None:
-        self.directory = os.fspath(directory)
-        self.url = self.directory
+        directory = os.fspath(directory)
+        if "\0" in directory:
+            raise UsageError(f"store directory {directory!r} holds a NUL byte")
+        if len(os.fsencode(directory)) > MAX_PATH_BYTES:
+            raise UsageError(
+                f"store directory path is over {MAX_PATH_BYTES} bytes",
+                hint="use a shorter path for the store",
+            )
+        self.directory = directory
+        self.url = directory
         self.io = io
 
     # -- paths -----------------------------------------------------------------
@@ -350,12 +514,20 @@ class JSONLStore(Store):
     def path(self, session_id: str) -> str:
         return os.path.join(self.directory, self.filename(session_id))
 
+    def location(self, session_id: str) -> str:
+        return self.path(session_id)
+
     def _dir_fd(self, *, create: bool = False) -> int:
         if create:
             try:
                 os.makedirs(self.directory, mode=0o700, exist_ok=True)
             except OSError as exc:
                 raise _translate(exc, "create directory", self.directory) from exc
+            except RecursionError:
+                raise UsageError(
+                    f"store directory {self.directory} has too many components to create",
+                    hint="use a shorter path for the store",
+                ) from None
         try:
             return os.open(self.directory, os.O_RDONLY | O_DIRECTORY)
         except FileNotFoundError:
@@ -366,53 +538,115 @@ class JSONLStore(Store):
         except OSError as exc:
             raise _translate(exc, "open directory", self.directory) from exc
 
-    def _open_file(self, session_id: str, flags: int, mode: int = 0o600) -> int:
+    def _open_file(self, session_id: str, flags: int) -> int:
+        """Open an existing session file: never through a link, never blocking
+        on a pipe or device, and only if it is a regular file."""
         name = self.filename(session_id)
+        path = self.path(session_id)
         dir_fd = self._dir_fd()
         try:
-            return self.io.open(name, flags | O_NOFOLLOW, mode, dir_fd=dir_fd)
+            fd = self.io.open(name, flags | O_NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=dir_fd)
         except OSError as exc:
-            raise _translate(exc, "open", self.path(session_id)) from exc
+            raise _translate(exc, "open", path) from exc
         finally:
             os.close(dir_fd)
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError as exc:
+            os.close(fd)
+            raise _translate(exc, "open", path) from exc
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise StoreIOError(
+                f"{path} is {_kind_of(mode)}, not a session file",
+                hint="a session is a regular <session_id>.jsonl file; move this entry out of "
+                "the store",
+            )
+        return fd
+
+    def _head(self, fd: int, session_id: str) -> tuple[Head, int]:
+        """The proof the file is ours, and the size this read goes up to
+        (taken once, so a writer appending meanwhile is not read half-way)."""
+        end = os.fstat(fd).st_size
+        return _read_head(fd, self.path(session_id), end), end
 
     # -- reading -----------------------------------------------------------------
 
     def scan(self, session_id: str) -> Scan:
-        """Read and classify the whole file, never modifying it."""
+        """Read and classify the whole file, never modifying it.
+
+        The last record of a session a live writer holds may still be arriving:
+        an unterminated last line is then in flight, not torn.
+        """
         fd = self._open_file(session_id, os.O_RDONLY)
-        with os.fdopen(fd, "rb") as f:
-            return scan_lines(iter(f))
+        try:
+            head, end = self._head(fd, session_id)
+            if head.header is None:
+                return Scan(
+                    events=[],
+                    problems=[Problem(message="no complete session header", offset=0)],
+                    torn=TornTail(offset=0, size_bytes=end) if end else None,
+                )
+            with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
+                f.seek(0)
+                scan = scan_lines(_lines_forward(f, end), checksummed=head.checksummed)
+            torn = scan.torn
+            if (
+                torn is not None
+                and scan.problems[-1].offset == torn.offset
+                and os.pread(fd, 1, end - 1) != b"\n"
+                and _holder(fd) is not None
+            ):
+                # One unterminated line at the end of a live session: the
+                # writer's append still arriving.
+                scan.problems.pop()
+                scan.torn = None
+                scan.in_flight_bytes = torn.size_bytes
+            return scan
+        except OSError as exc:
+            raise _translate(exc, "read", self.path(session_id)) from exc
+        finally:
+            os.close(fd)
 
     def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
         if from_seq < 0:
             raise UsageError(f"from_seq must be >= 0, not {from_seq}")
         scan = self.scan(session_id)
-        problem = scan.first_corruption()
+        problem = scan.refusal
         if problem is not None:
-            raise CorruptLogError(
-                problem.message,
-                path=self.path(session_id),
-                line=problem.line,
-                offset=problem.offset,
-            )
+            self._refuse(problem, session_id, scan)
         return scan.events[from_seq:]
+
+    def _refuse(self, problem: Problem, session_id: str, scan: Scan) -> NoReturn:
+        path = self.path(session_id)
+        if scan.refusal_kind == "unreadable":
+            raise UnreadableRecordError(
+                problem.message, path=path, line=problem.line, offset=problem.offset
+            )
+        raise CorruptLogError(
+            f"damaged record before later valid ones: {problem.message}",
+            path=path,
+            line=problem.line,
+            offset=problem.offset,
+        )
 
     def read_header(self, session_id: str) -> Event | None:
         fd = self._open_file(session_id, os.O_RDONLY)
         try:
-            return _header_at(fd)
+            head, _ = self._head(fd, session_id)
+            return head.header
         finally:
             os.close(fd)
 
-    def _lines_newest_first(self, fd: int, counter: list[int]) -> Iterator[tuple[int, bytes]]:
-        """(offset, line) pairs from EOF backwards, each line with its newline
+    def _lines_newest_first(
+        self, fd: int, end: int, counter: list[int]
+    ) -> Iterator[tuple[int, bytes]]:
+        """(offset, line) pairs from `end` backwards, each line with its newline
         if it had one; `counter[0]` accumulates the bytes read.
 
         A line longer than a block is gathered as a list of blocks and joined
         once, so a huge line costs its length, not its length squared.
         """
-        end = os.fstat(fd).st_size
         pos = end
         # Blocks after `pos` that hold the start of the newest unfinished line.
         carry: collections.deque[bytes] = collections.deque()
@@ -426,7 +660,7 @@ class JSONLStore(Store):
             if cut < 0 and pos > 0:
                 carry.appendleft(block)
                 carry_bytes += len(block)
-                if carry_bytes > MAX_RECORD_BYTES + 1:
+                if carry_bytes > MAX_LINE_BYTES:
                     # Too long to be a record: hand it over for the caller to report.
                     yield pos, b"".join(carry)
                     carry.clear()
@@ -449,6 +683,88 @@ class JSONLStore(Store):
             carry.append(block[:head_size])
             carry_bytes = head_size
 
+    def _read_tail(self, fd: int, session_id: str, *, live_writer_possible: bool) -> Tail:
+        """The one backward reader: the tail that decides the state, checked.
+
+        Bytes that cannot be a finished record at the very end are the torn
+        tail; damage or a seq out of order among the events read, or a
+        complete record that cannot be understood, refuses the session.
+        """
+        path = self.path(session_id)
+        head, end = self._head(fd, session_id)
+        if head.header is None:
+            torn = TornTail(offset=0, size_bytes=end) if end else None
+            missing = (Problem(message="no complete session header", offset=0),) if end else ()
+            return Tail(header=None, events=(), revivals_before=0, torn=torn, problems=missing)
+        counter = [0]
+        problems: list[Problem] = []
+        torn_start: int | None = None
+        valid_end = head.size_bytes
+        in_flight = 0
+
+        def refuse(exc: FormatError, offset: int, cls: type[FormatError]) -> NoReturn:
+            line = _line_number_at(fd, offset)
+            if cls is UnreadableRecordError:
+                raise UnreadableRecordError(exc.detail, path=path, line=line, offset=offset)
+            raise CorruptLogError(exc.detail, path=path, line=line, offset=offset)
+
+        def events() -> Iterator[Event]:
+            nonlocal torn_start, valid_end, in_flight
+            expected: int | None = None
+            for offset, raw in self._lines_newest_first(fd, end, counter):
+                terminated = raw.endswith(b"\n")
+                line = raw[:-1] if terminated else raw
+                if terminated and not line.strip(b" \t\r"):
+                    continue
+                try:
+                    if len(raw) > MAX_LINE_BYTES:
+                        raise FormatError(f"line over the {MAX_LINE_BYTES}-byte limit")
+                    if not terminated:
+                        raise FormatError("unterminated record (no newline)")
+                    event, _ = decode_line(line, checksummed=head.checksummed)
+                    if expected is not None and event.seq != expected:
+                        raise CorruptLogError(f"seq {event.seq} where {expected} was expected")
+                except UnreadableRecordError as exc:
+                    refuse(exc, offset, UnreadableRecordError)
+                except FormatError as exc:
+                    if expected is not None:
+                        refuse(exc, offset, CorruptLogError)
+                    if (
+                        not terminated
+                        and offset + len(raw) == end
+                        and live_writer_possible
+                        and _holder(fd) is not None
+                    ):
+                        # The live writer's append, still arriving.
+                        in_flight = len(raw)
+                        continue
+                    problems.append(Problem(message=exc.detail, offset=offset))
+                    torn_start = offset
+                    continue
+                if expected is None:
+                    valid_end = offset + len(raw)
+                expected = event.seq - 1
+                yield event
+                if event.seq == 0:
+                    return
+
+        collected, revivals_before = collect_tail(events())
+        if not collected:  # pragma: no cover - the header is always read back
+            collected = [head.header]
+        header = head.header if collected[0].seq != 0 else None
+        torn = None
+        if torn_start is not None:
+            torn = TornTail(offset=torn_start, size_bytes=end - in_flight - torn_start)
+        return Tail(
+            header=header,
+            events=tuple(collected),
+            revivals_before=revivals_before,
+            bytes_read=counter[0] + head.size_bytes,
+            torn=torn,
+            problems=tuple(reversed(problems)),
+            valid_size_bytes=valid_end,
+        )
+
     def read_tail(self, session_id: str) -> Tail:
         """The tail that decides the state, read backwards from EOF.
 
@@ -456,56 +772,16 @@ class JSONLStore(Store):
         boundary, the last message and a revival count are in hand.
         """
         fd = self._open_file(session_id, os.O_RDONLY)
-        counter = [0]
-        problems: list[Problem] = []
-        torn_start: int | None = None
-        end = os.fstat(fd).st_size
-
-        def events() -> Iterator[Event]:
-            nonlocal torn_start
-            expected: int | None = None
-            for offset, raw in self._lines_newest_first(fd, counter):
-                terminated = raw.endswith(b"\n")
-                line = raw[:-1] if terminated else raw
-                if terminated and not line.strip(b" \t\r"):
-                    continue
-                try:
-                    if not terminated:
-                        raise FormatError("unterminated record (no newline)")
-                    event, _ = decode_line(line)
-                    if expected is not None and event.seq != expected:
-                        raise FormatError(f"seq {event.seq} where {expected} was expected")
-                except FormatError as exc:
-                    problems.append(Problem(message=exc.message, offset=offset))
-                    if expected is None:
-                        torn_start = offset
-                        continue
-                    raise CorruptLogError(
-                        exc.message, path=self.path(session_id), offset=offset
-                    ) from exc
-                expected = event.seq - 1
-                yield event
-
         try:
-            collected, revivals_before = collect_tail(events())
-            header = None
-            if collected and collected[0].seq != 0:
-                header = _header_at(fd)
+            return self._read_tail(fd, session_id, live_writer_possible=True)
+        except OSError as exc:
+            raise _translate(exc, "read", self.path(session_id)) from exc
         finally:
             os.close(fd)
-        torn = None
-        if torn_start is not None:
-            torn = TornTail(offset=torn_start, size_bytes=end - torn_start)
-        return Tail(
-            header=header,
-            events=tuple(collected),
-            revivals_before=revivals_before,
-            bytes_read=counter[0],
-            torn=torn,
-            problems=tuple(reversed(problems)),
-        )
 
     def sessions(self) -> list[str]:
+        """Every `<id>.jsonl` entry, whatever it is: commands report an entry
+        that is not a session file (a directory, a pipe, a link) on its own."""
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:
@@ -525,15 +801,10 @@ class JSONLStore(Store):
     def exists(self, session_id: str) -> bool:
         return os.path.lexists(self.path(session_id))
 
-    def lock_holder(self, session_id: str) -> int | bool | None:
+    def lock_holder(self, session_id: str) -> Holder | None:
         fd = self._open_file(session_id, os.O_RDONLY)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return _lock_pid(fd) or True
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
+            return _holder(fd)
         finally:
             os.close(fd)
 
@@ -555,6 +826,10 @@ class JSONLStore(Store):
                 time.sleep(0.005)
 
     def create(self, header: Event) -> StoreWriter:
+        """Create the session file: write the header, sync the file, then its
+        directory. An unfinished file of the same id that no one holds (empty,
+        or a header cut short by a crash during creation) is created again,
+        its bytes kept in a sidecar first."""
         if header.seq != 0 or not isinstance(header.data, ev.Session):
             raise UsageError("a session is created from its 'session' header at seq 0")
         session_id = validate_session_id(header.data.session_id)
@@ -575,12 +850,10 @@ class JSONLStore(Store):
                         errno=errno.EEXIST,
                         hint="remove the link; a session file must be a regular file",
                     ) from None
-                raise SessionExistsError(
-                    f"session {session_id!r} already exists at {path}"
-                ) from None
+                return self._create_again(header, session_id, dir_fd)
             except OSError as exc:
                 raise _translate(exc, "create", path) from exc
-            writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0, events=None, torn=None)
+            writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0)
             try:
                 self._lock(fd, session_id)
                 writer.append([header], expected_seq=0, sync=True)
@@ -599,6 +872,30 @@ class JSONLStore(Store):
         finally:
             os.close(dir_fd)
 
+    def _create_again(self, header: Event, session_id: str, dir_fd: int) -> StoreWriter:
+        path = self.path(session_id)
+        fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
+        try:
+            self._lock(fd, session_id)
+            head, end = self._head(fd, session_id)
+            if head.header is not None:
+                raise SessionExistsError(f"session {session_id!r} already exists at {path}")
+            torn = (
+                self._quarantine(fd, session_id, TornTail(offset=0, size_bytes=end))
+                if end
+                else None
+            )
+            writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0, torn=torn)
+            writer.append([header], expected_seq=0, sync=True)
+            self.io.fsync_dir(dir_fd)
+            return writer
+        except OSError as exc:
+            os.close(fd)
+            raise _translate(exc, "create", path) from exc
+        except BaseException:
+            os.close(fd)
+            raise
+
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         path = self.path(session_id)
         if check not in ("full", "tail"):
@@ -607,29 +904,31 @@ class JSONLStore(Store):
         try:
             if not force:
                 self._lock(fd, session_id)
+            head, end = self._head(fd, session_id)
+            if head.header is None:
+                raise UnfinishedSessionError(
+                    f"{path} holds no complete session header: a crash cut its creation short"
+                )
             events: list[Event] | None = None
+            tail: Tail | None = None
             if check == "full":
-                with os.fdopen(os.dup(fd), "rb") as f:
-                    scan = scan_lines(iter(f))
-                problem = scan.first_corruption()
-                if problem is not None:
-                    raise CorruptLogError(
-                        f"damaged record before later valid ones: {problem.message}",
-                        path=path,
-                        line=problem.line,
-                        offset=problem.offset,
-                    )
-                torn, valid_size, events = scan.torn, scan.valid_size_bytes, scan.events
+                with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
+                    f.seek(0)
+                    scan = scan_lines(_lines_forward(f, end), checksummed=head.checksummed)
+                if scan.refusal is not None:
+                    self._refuse(scan.refusal, session_id, scan)
+                torn, events = scan.torn, scan.events
                 next_seq = len(events)
+                valid_size = torn.offset if torn is not None else end
             else:
-                torn, valid_size, next_seq = self._tail_boundary(fd)
+                tail = self._read_tail(fd, session_id, live_writer_possible=False)
+                torn, valid_size = tail.torn, tail.valid_size_bytes
+                next_seq = tail.events[-1].seq + 1
+                if torn is None:
+                    valid_size = end
             if torn is not None:
                 torn = self._quarantine(fd, session_id, torn)
-            if next_seq == 0:
-                raise FormatError(
-                    f"{path} holds no session header",
-                    hint="the session was never fully created; create it again",
-                )
+                valid_size = torn.offset
             return _JSONLWriter(
                 self,
                 fd,
@@ -637,6 +936,7 @@ class JSONLStore(Store):
                 size_bytes=valid_size,
                 next_seq=next_seq,
                 events=events,
+                tail=tail,
                 torn=torn,
             )
         except OSError as exc:
@@ -646,28 +946,12 @@ class JSONLStore(Store):
             os.close(fd)
             raise
 
-    def _tail_boundary(self, fd: int) -> tuple[TornTail | None, int, int]:
-        """(torn tail, valid size, next seq) from the last whole record, read
-        backwards: what appending needs, at the cost of the tail alone."""
-        end = os.fstat(fd).st_size
-        for offset, raw in self._lines_newest_first(fd, [0]):
-            if not raw.endswith(b"\n") or not raw[:-1].strip(b" \t\r"):
-                continue
-            try:
-                event, _ = decode_line(raw[:-1])
-            except FormatError:
-                continue
-            valid = offset + len(raw)
-            torn = TornTail(offset=valid, size_bytes=end - valid) if valid < end else None
-            return torn, valid, event.seq + 1
-        torn = TornTail(offset=0, size_bytes=end) if end else None
-        return torn, 0, 0
-
     def _quarantine(self, fd: int, session_id: str, torn: TornTail) -> TornTail:
         """Copy the torn bytes to a sidecar (synced), then cut the file back.
 
         The copy is durable before the cut, so a crash in between leaves both;
-        a second try writes another sidecar rather than overwrite one.
+        a second try writes another sidecar rather than overwrite one. A
+        sidecar that could not be written whole is removed again.
         """
         data = os.pread(fd, torn.size_bytes, torn.offset)
         dir_fd = self._dir_fd()
@@ -692,9 +976,13 @@ class JSONLStore(Store):
                 while view:
                     written = self.io.write(side, bytes(view))
                     if written <= 0:
-                        raise OSError(errno.EIO, "short write to the torn-tail sidecar")
+                        raise OSError(errno.ENOSPC, "short write to the torn-tail sidecar")
                     view = view[written:]
                 self.io.fsync(side)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=dir_fd)
+                raise
             finally:
                 self.io.close(side)
             self.io.fsync_dir(dir_fd)

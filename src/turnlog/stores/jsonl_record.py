@@ -5,12 +5,10 @@ from __future__ import annotations
 import zlib
 from typing import Final
 
-from turnlog.errors import FormatError
-from turnlog.events import (
-    Event,
-    decode_event,
-    encode_event,
-)
+import msgspec
+
+from turnlog.errors import FormatError, LimitExceededError, UnreadableRecordError
+from turnlog.events import MAX_LINE_BYTES, Event, decode_record, encode_event
 
 # A line is  PREFIX + ',"crc":"' + 8 lowercase hex digits + '"}'  + "\n",
 # where PREFIX is the event's JSON object without its closing brace and the
@@ -22,9 +20,16 @@ _HEX: Final = frozenset(b"0123456789abcdef")
 
 
 def encode_line(event: Event) -> bytes:
-    """The event as one checksummed line, newline included."""
+    """The event as one checksummed line, newline included.
+
+    `encode_event` bounds the record so that the line is at most
+    `MAX_LINE_BYTES`, the bound every reader applies to the same bytes.
+    """
     prefix = encode_event(event)[:-1]
-    return prefix + (b',"crc":"%08x"}\n' % zlib.crc32(prefix))
+    line = prefix + (b',"crc":"%08x"}\n' % zlib.crc32(prefix))
+    if len(line) > MAX_LINE_BYTES:  # pragma: no cover - encode_event bounds the record
+        raise LimitExceededError(f"event {event.seq} is over the {MAX_LINE_BYTES}-byte line limit")
+    return line
 
 
 def check_crc(line: bytes) -> bool | None:
@@ -38,10 +43,43 @@ def check_crc(line: bytes) -> bool | None:
     return int(digits, 16) == zlib.crc32(line[:-CRC_SUFFIX_BYTES])
 
 
-def decode_line(line: bytes, *, line_number: int | None = None) -> tuple[Event, bool]:
+def decode_line(
+    line: bytes, *, checksummed: bool, line_number: int | None = None
+) -> tuple[Event, bool]:
     """Decode one line (without its newline). Returns the event and whether it
-    carried a checksum. Raises `FormatError` for a bad checksum or record."""
-    has_crc = check_crc(line)
-    if has_crc is False:
+    carried a checksum.
+
+    Raises `FormatError` for bytes that cannot be a finished record (a torn
+    tail can be made of these): a checksum that does not match, or, in a
+    checksummed session, one that is missing or not the last member. Raises
+    `UnreadableRecordError` for a complete record that cannot be understood:
+    its checksum matches (or it is a whole JSON object in a session without
+    checksums), so no crash made it and it is never cut away.
+    """
+    crc = check_crc(line)
+    if crc is False:
         raise FormatError("checksum mismatch", line=line_number)
-    return decode_event(line, line=line_number), has_crc is True
+    if crc is None and checksummed:
+        raise FormatError(
+            "no checksum as the last member, in a session whose lines all carry one",
+            line=line_number,
+        )
+    try:
+        event, crc_member = decode_record(line, line=line_number)
+    except FormatError as exc:
+        if crc is True or _is_json_object(line):
+            raise UnreadableRecordError(exc.detail, line=line_number, hint=exc.hint) from exc
+        raise
+    if crc is None and crc_member:
+        raise FormatError("a crc member that is not the last member", line=line_number)
+    return event, crc is True
+
+
+def _is_json_object(line: bytes) -> bool:
+    try:
+        return isinstance(_any_decoder.decode(line), dict)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+
+
+_any_decoder: Final = msgspec.json.Decoder()

@@ -13,8 +13,8 @@ from turnlog.errors import (
     SessionNotFoundError,
     UsageError,
 )
-from turnlog.events import Event
-from turnlog.stores.base import Store, StoreWriter, validate_session_id
+from turnlog.events import Event, encode_event
+from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
 
 
 class _MemoryWriter(StoreWriter):
@@ -22,6 +22,10 @@ class _MemoryWriter(StoreWriter):
         self._store = store
         self._session_id = session_id
         self._closed = False
+
+    @property
+    def next_seq(self) -> int:
+        return len(self._store._sessions[self._session_id])
 
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
         if self._closed:
@@ -39,6 +43,8 @@ class _MemoryWriter(StoreWriter):
                     f"events must be contiguous: got seq {event.seq}, "
                     f"expected {expected_seq + offset}"
                 )
+            # The same bounds a persistent store applies to the same record.
+            encode_event(event)
         log.extend(events)
 
     def sync(self) -> None:
@@ -100,5 +106,5 @@ class MemoryStore(Store):
     def exists(self, session_id: str) -> bool:
         return validate_session_id(session_id) in self._sessions
 
-    def lock_holder(self, session_id: str) -> int | bool | None:
-        return os.getpid() if session_id in self._locked else False
+    def lock_holder(self, session_id: str) -> Holder | None:
+        return Holder(pid=os.getpid()) if session_id in self._locked else None

@@ -1,0 +1,204 @@
+"""Inspect and recover a stored session from its tail: the I/O around the verdict."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final
+
+import msgspec
+
+from turnlog.damage import Problem, TornTail
+from turnlog.errors import (
+    CorruptLogError,
+    NotASessionError,
+    SessionLockedError,
+    SessionNotFoundError,
+    TurnlogError,
+    UnfinishedSessionError,
+    UnreadableRecordError,
+    UsageError,
+)
+from turnlog.recovery import Plan, plan_verdict
+from turnlog.stores import Holder, Store, open_store
+from turnlog.verdict import OwedCall, Verdict
+
+DEFAULT_MAX_REVIVALS: Final = 3
+
+STATUSES: Final = ("running", "interrupted", "idle", "finished", "empty", "unreadable", "corrupt")
+
+
+class OpenTurnRef(msgspec.Struct, frozen=True, kw_only=True):
+    seq: int
+    turn: int | None
+
+
+class Inspection(msgspec.Struct, frozen=True, kw_only=True):
+    """What a session's tail says, without writing anything."""
+
+    session_id: str | None
+    status: str
+    revivable: bool
+    reason: str
+    max_revivals: int
+    events: int = 0
+    turns: int = 0
+    open_turn: OpenTurnRef | None = None
+    owed_calls: tuple[OwedCall, ...] = ()
+    revivals: int = 0
+    torn_tail: TornTail | None = None
+    problems: tuple[Problem, ...] = ()
+    holder: Holder | None = None
+    holder_pid: int | None = None
+    last_activity: str | None = None
+    path: str | None = None
+    bytes_read: int = 0
+
+
+def status_of(found: Verdict, holder: Holder | None, max_revivals: int) -> tuple[str, bool, str]:
+    """(status, revivable, reason) of a verdict, given who holds the writer."""
+    if holder is not None:
+        return "running", False, "running"
+    if found.open_turn is not None:
+        status, revivable, reason = "interrupted", True, "interrupted"
+    elif found.empty:
+        return "empty", False, "empty"
+    elif found.finished:
+        return "finished", False, "finished"
+    else:
+        status, revivable, reason = "idle", True, "needs_response"
+    if max_revivals == 0:
+        return status, False, "revival_disabled"
+    if found.revivals >= max_revivals:
+        return status, False, "revival_cap"
+    return status, revivable, reason
+
+
+def _without_state(
+    session_id: str | None, status: str, max_revivals: int, **found: Any
+) -> Inspection:
+    """An inspection of a session that has no state to fold (empty, unreadable, corrupt)."""
+    return Inspection(
+        session_id=session_id,
+        status=status,
+        revivable=False,
+        reason=status,
+        max_revivals=max_revivals,
+        **found,
+    )
+
+
+def inspect(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None = None,
+    *,
+    max_revivals: int = DEFAULT_MAX_REVIVALS,
+) -> Inspection:
+    """Read a session's tail and say what state it is in. Never writes, never raises
+    for what it finds (a missing, empty, damaged or foreign file is a status)."""
+    if max_revivals < 0:
+        raise UsageError(f"max_revivals must be >= 0, not {max_revivals}")
+    where: str | None = None
+    try:
+        store, session_id = open_store(target, session_id)
+        if session_id is None:
+            raise UsageError("inspect needs a session id or a .jsonl path")
+        where = store.location(session_id)
+        if not store.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {store.url}")
+        holder = store.lock_holder(session_id)
+        tail = store.read_tail(session_id)
+    except UsageError:
+        raise
+    except (CorruptLogError, UnreadableRecordError) as exc:
+        problem = Problem(message=exc.detail, line=exc.line, offset=exc.offset)
+        return _without_state(session_id, "corrupt", max_revivals, problems=(problem,), path=where)
+    except NotASessionError as exc:
+        problem = Problem(message=f"{exc.message}; hint: {exc.hint}", line=1)
+        return _without_state(
+            session_id, "unreadable", max_revivals, problems=(problem,), path=where
+        )
+    except (TurnlogError, OSError) as exc:
+        problem = Problem(message=str(exc))
+        return _without_state(
+            session_id, "unreadable", max_revivals, problems=(problem,), path=where
+        )
+    if not tail.events:
+        # No complete header: empty, or cut short while being created.
+        return _without_state(
+            session_id,
+            "empty",
+            max_revivals,
+            torn_tail=tail.torn,
+            problems=tail.problems,
+            path=where,
+            bytes_read=tail.bytes_read,
+            holder=holder,
+            holder_pid=holder.pid if holder is not None else None,
+        )
+    found = tail.verdict()
+    status, revivable, reason = status_of(found, holder, max_revivals)
+    turn = found.open_turn
+    return Inspection(
+        session_id=found.session.session_id if found.session is not None else session_id,
+        status=status,
+        revivable=revivable,
+        reason=reason,
+        events=found.next_seq,
+        turns=found.last_turn or 0,
+        open_turn=OpenTurnRef(seq=turn.seq, turn=turn.turn) if turn is not None else None,
+        owed_calls=found.owed,
+        revivals=found.revivals,
+        max_revivals=max_revivals,
+        torn_tail=tail.torn,
+        problems=tail.problems,
+        holder=holder,
+        holder_pid=holder.pid if holder is not None else None,
+        last_activity=found.last_ts,
+        path=where,
+        bytes_read=tail.bytes_read,
+    )
+
+
+class Recovery(msgspec.Struct, frozen=True, kw_only=True):
+    """What `recover` appended, and the torn tail it moved aside first."""
+
+    plan: Plan
+    torn_tail: TornTail | None = None
+
+
+def plan_stored(store: Store, session_id: str) -> Plan:
+    """What `recover` would append now, from the tail, writing nothing.
+
+    Refuses (`SessionLockedError`) while a live writer holds the session: its
+    open turn is work in progress, not a crash.
+    """
+    holder = store.lock_holder(session_id)
+    if holder is not None:
+        raise SessionLockedError(
+            f"session {session_id!r} is running: {holder.describe()} holds its writer",
+            pid=holder.pid,
+        )
+    tail = store.read_tail(session_id)
+    if not tail.events:
+        raise UnfinishedSessionError(
+            f"session {session_id!r} holds no complete session header: a crash cut its "
+            "creation short"
+        )
+    return plan_verdict(tail.verdict())
+
+
+def recover(store: Store, session_id: str, *, force: bool = False) -> Recovery:
+    """Append the repair plan to a stored session, under the writer lock.
+
+    Reads only the tail, under the lock: the open turn and its calls are all
+    after the last turn boundary, so a 10 GB log costs what a 10 KB one does.
+    A torn tail is moved aside first; damage among the events the verdict
+    reads refuses the session and changes nothing. Idempotent: a recovered
+    session plans nothing.
+    """
+    with store.writer(session_id, force=force, check="tail") as writer:
+        tail = writer.tail or store.read_tail(session_id)
+        repairs = plan_verdict(tail.verdict())
+        if repairs.events:
+            writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
+        return Recovery(plan=repairs, torn_tail=writer.torn_tail)

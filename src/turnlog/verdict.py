@@ -1,0 +1,114 @@
+"""The crash verdict: what a session's newest events say about it, decided in one place. Pure.
+
+Both the full path (`plan(events)`) and the tail path (`inspect`, `recover`)
+fold their events and ask `decide`; the tail reader only feeds it fewer
+events. Every input `decide` reads lies after the last turn boundary (or is
+counted by the tail's revival anchor), which is what makes the two equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from turnlog import events as ev
+from turnlog.events import Event, Risk
+from turnlog.fold import CallSighting, Fold, OpenTurn
+
+
+class OwedCall(msgspec.Struct, frozen=True, kw_only=True):
+    """A call of the open turn that no result answered, with its risk class."""
+
+    call_id: str
+    name: str | None
+    risk: str
+    rule: str
+    idempotency: str | None = None
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    """What recovery and revival need to know, and nothing the tail cannot see.
+
+    `empty` is a session holding only its header; `finished` one whose last
+    message answers without asking for tools, with no open turn.
+    """
+
+    session: ev.Session | None
+    next_seq: int
+    last_ts: str | None
+    open_turn: OpenTurn | None
+    owed: tuple[OwedCall, ...]
+    revivals: int
+    empty: bool
+    finished: bool
+    needs_response: bool
+    # The newest numbered turn, when the writer numbers turns.
+    last_turn: int | None
+
+
+def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
+    """The decision table (DESIGN §5): first match wins.
+
+    Keyed on event types only. Saying "did not run" wrongly is how a duplicate
+    charge happens, so every case the log cannot prove lands on
+    `tool_outcome_unknown`. R2 and R3 rest on write-ahead dispatch: a turn
+    showing a result with no dispatch before it was written by something
+    that does not dispatch ahead, so it proves nothing about its other calls.
+    """
+    if call.dispatch is not None:
+        return Risk.OUTCOME_UNKNOWN, "R1"
+    if not turn.result_without_dispatch:
+        if turn.dispatched_any:
+            # The harness writes dispatches ahead of running tools, and it
+            # wrote some in this turn: a call without one never ran.
+            return Risk.NOT_STARTED, "R2"
+        if call.step_closed:
+            # A closed step had nothing in flight.
+            return Risk.NOT_STARTED, "R3"
+    return Risk.OUTCOME_UNKNOWN, "R4"
+
+
+def owed_calls(turn: OpenTurn | None) -> tuple[OwedCall, ...]:
+    """The open turn's unanswered calls, classified, in order of first sighting."""
+    if turn is None:
+        return ()
+    out = []
+    for call in turn.owed:
+        risk, rule = classify(call, turn)
+        out.append(
+            OwedCall(
+                call_id=call.call_id,
+                name=call.name,
+                risk=risk.value,
+                rule=rule,
+                idempotency=call.dispatch.idempotency if call.dispatch is not None else None,
+            )
+        )
+    return tuple(out)
+
+
+def decide(fold: Fold) -> Verdict:
+    """The verdict of a fold, full or fed from a tail."""
+    turn = fold.open_turn
+    last = fold.last_message()
+    finished = (
+        turn is None and last is not None and last.role == "assistant" and not last.tool_calls
+    )
+    return Verdict(
+        session=fold.session,
+        next_seq=fold.next_seq,
+        last_ts=fold.last_ts,
+        open_turn=turn,
+        owed=owed_calls(turn),
+        revivals=fold.revivals,
+        empty=fold.next_seq <= 1 and fold.session is not None,
+        finished=finished,
+        needs_response=fold.needs_response,
+        last_turn=fold.last_turn,
+    )
+
+
+def verdict(events: Iterable[Event]) -> Verdict:
+    """The verdict of a whole log."""
+    return decide(Fold(events))
