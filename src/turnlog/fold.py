@@ -456,6 +456,8 @@ class Fold:
             self._last_turn = data.turn
 
     def _on_turn_end(self, event: Event, data: ev.TurnEnd) -> None:
+        if data.turn is not None:
+            self._last_turn = data.turn
         if self._turn is None:
             self._warnings.append(f"seq {event.seq}: turn_end closes no open turn")
             return
@@ -498,7 +500,17 @@ class Fold:
     def _on_compaction(self, event: Event, data: ev.Compaction) -> None:
         if self._turn is not None:
             self._warnings.append(f"seq {event.seq}: compaction inside an open turn")
-        kept = [m for m in self._messages if m.seq > data.through_seq]
+        kept = []
+        asked: set[str] = set()
+        for message in self._messages:
+            if message.seq <= data.through_seq:
+                continue
+            if message.role == "assistant":
+                asked.update(call.id for call in message.tool_calls)
+            elif message.role == "tool" and message.call_id not in asked:
+                # Its call was compacted into the summary; alone it answers nothing.
+                continue
+            kept.append(message)
         summary = Message(
             role="user",
             content=data.summary,

@@ -20,7 +20,7 @@ from turnlog.errors import (
 )
 from turnlog.recovery import Plan, plan_verdict
 from turnlog.stores import Holder, Store, open_store
-from turnlog.verdict import OwedCall, Verdict
+from turnlog.verdict import OwedCall, Verdict, decide
 
 DEFAULT_MAX_REVIVALS: Final = 3
 
@@ -135,7 +135,8 @@ def inspect(
             holder=holder,
             holder_pid=holder.pid if holder is not None else None,
         )
-    found = tail.verdict()
+    folder = tail.fold()
+    found = decide(folder)
     status, revivable, reason = status_of(found, holder, max_revivals)
     turn = found.open_turn
     return Inspection(
@@ -144,7 +145,7 @@ def inspect(
         revivable=revivable,
         reason=reason,
         events=found.next_seq,
-        turns=found.last_turn or 0,
+        turns=folder.last_turn or 0,
         open_turn=OpenTurnRef(seq=turn.seq, turn=turn.turn) if turn is not None else None,
         owed_calls=found.owed,
         revivals=found.revivals,

@@ -43,8 +43,6 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     empty: bool
     finished: bool
     needs_response: bool
-    # The newest numbered turn, when the writer numbers turns.
-    last_turn: int | None
 
 
 def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
@@ -105,7 +103,6 @@ def decide(fold: Fold) -> Verdict:
         empty=fold.next_seq <= 1 and fold.session is not None,
         finished=finished,
         needs_response=fold.needs_response,
-        last_turn=fold.last_turn,
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any, Final
 from turnlog.errors import UsageError
 from turnlog.fold import Message
 from turnlog.providers import anthropic, gemini, openai_chat, openai_responses
-from turnlog.providers.common import Violation
+from turnlog.providers.common import Violation, unique_call_ids
 
 PROVIDERS: Final[dict[str, ModuleType]] = {
     module.NAME: module for module in (anthropic, openai_chat, openai_responses, gemini)
@@ -29,9 +29,12 @@ def _module(provider: str) -> ModuleType:
 
 
 def render(provider: str, messages: Sequence[Message]) -> dict[str, Any]:
-    """The request body fields that carry the conversation, for `provider`."""
+    """The request body fields that carry the conversation, for `provider`.
+
+    Call ids a log reuses are made unique first (see `unique_call_ids`).
+    """
     renderer: Callable[[Sequence[Message]], dict[str, Any]] = _module(provider).render
-    return renderer(messages)
+    return renderer(unique_call_ids(messages))
 
 
 def validate(provider: str, payload: dict[str, Any]) -> list[Violation]:

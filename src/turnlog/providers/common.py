@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from turnlog.events import Content
+from turnlog.fold import Message
 
 
 class Violation(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,3 +55,35 @@ def arguments_json(arguments: Any) -> str:
     if isinstance(arguments, str):
         return arguments
     return msgspec.json.encode(arguments if arguments is not None else {}).decode()
+
+
+def unique_call_ids(messages: Sequence[Message]) -> list[Message]:
+    """The transcript with every tool call id unique, as every provider wants.
+
+    Call ids may repeat across turns in a log (some models number their calls
+    afresh each turn); a provider rejects the repeat. The first use of an id is
+    kept as it is; a later request reusing it becomes `<id>~2`, `<id>~3`, …,
+    and so do the results that answer that request (those after it).
+    """
+    seen: dict[str, int] = {}
+    current: dict[str, str] = {}
+    out: list[Message] = []
+    for message in messages:
+        if message.role == "assistant" and message.tool_calls:
+            calls = []
+            for call in message.tool_calls:
+                uses = seen.get(call.id, 0) + 1
+                seen[call.id] = uses
+                renamed = call.id if uses == 1 else f"{call.id}~{uses}"
+                current[call.id] = renamed
+                calls.append(
+                    call if renamed == call.id else msgspec.structs.replace(call, id=renamed)
+                )
+            if any(a is not b for a, b in zip(calls, message.tool_calls, strict=True)):
+                message = msgspec.structs.replace(message, tool_calls=tuple(calls))
+        elif message.role == "tool" and message.call_id is not None:
+            renamed = current.get(message.call_id, message.call_id)
+            if renamed != message.call_id:
+                message = msgspec.structs.replace(message, call_id=renamed)
+        out.append(message)
+    return out
