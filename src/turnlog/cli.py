@@ -294,7 +294,7 @@ def verify_command(session: str | None, store_url: str | None, strict: bool, as_
     """
     if session is not None:
         store, session_id = resolve_session(session, store_url)
-        found = [verify_session(store, session_id, strict=strict)]
+        found = [verify_session(store, session_id, strict=strict, raise_unreadable=True)]
     else:
         found = verify_store(store_from_url(store_url), strict=strict)
     reports = [_to_builtins(report) for report in found]

@@ -46,15 +46,20 @@ def check_events(events: Sequence[Event]) -> list[Problem]:
     return problems
 
 
-def verify_session(store: Store, session_id: str, *, strict: bool = False) -> Report:
+def verify_session(
+    store: Store, session_id: str, *, strict: bool = False, raise_unreadable: bool = False
+) -> Report:
     """Check one session: checksums, seq order, header, vocabulary, pairing.
 
-    Never raises for what it finds: an entry that is not a session file, or
-    a file that is not a turnlog session, is a problem of that session.
+    An entry that cannot be read as a session at all (not a regular file, not
+    a turnlog session) is a problem of that session, or, with
+    `raise_unreadable`, raises its error (with its hint).
     """
     try:
         scan = store.scan(session_id)
     except TurnlogError as exc:
+        if raise_unreadable:
+            raise
         return Report(
             session_id=session_id, ok=False, events=0, problems=(Problem(message=exc.message),)
         )

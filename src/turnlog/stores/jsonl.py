@@ -135,7 +135,7 @@ def _read_head(fd: int, path: str, end: int) -> Head:
             raise UnreadableRecordError(exc.detail, path=path, line=1, offset=0) from exc
         _not_ours(path, line)
     except FormatError as exc:
-        if not (checksummed or line.startswith(HEADER_START)):
+        if not line.startswith(HEADER_START):
             _not_ours(path, line)
         if newline + 1 >= end:
             # The only line, damaged: a header torn while being created.
