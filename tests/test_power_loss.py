@@ -66,8 +66,8 @@ def record_run(
     return io, [header, *acked], promises
 
 
-def images(io: RecordingIO, rng: random.Random) -> Iterator[tuple[int, bytes]]:
-    """(ops done, image of the session file) for a crash after every op."""
+def images(io: RecordingIO, rng: random.Random) -> Iterator[tuple[int, bytes, bytes]]:
+    """(ops done, image of the session file, what was synced) for a crash after every op."""
     current = bytearray()
     durable = b""
     for done, op in enumerate(io.ops, start=1):
@@ -84,20 +84,28 @@ def images(io: RecordingIO, rng: random.Random) -> Iterator[tuple[int, bytes]]:
         bases = [durable] if now.startswith(durable) else [durable, now]
         for base in bases:
             suffix = now[len(base) :] if now.startswith(base) else b""
-            yield done, base
+            yield done, base, durable
             if not suffix:
                 continue
             n = len(suffix)
-            yield done, base + suffix
+            yield done, base + suffix, durable
             for _ in range(3):
-                yield done, base + suffix[: rng.randrange(1, n + 1)]
-            yield done, base + b"\x00" * n
+                yield done, base + suffix[: rng.randrange(1, n + 1)], durable
+            yield done, base + b"\x00" * n, durable
             k = rng.randrange(n)
-            yield done, base + suffix[:k] + b"\x00" * (n - k)
+            yield done, base + suffix[:k] + b"\x00" * (n - k), durable
             mangled = bytearray(suffix)
             mangled[rng.randrange(n)] ^= 1 << rng.randrange(8)
-            yield done, base + bytes(mangled)
-            yield done, base + bytes(rng.randrange(256) for _ in range(min(n, 64)))
+            yield done, base + bytes(mangled), durable
+            yield done, base + bytes(rng.randrange(256) for _ in range(min(n, 64))), durable
+
+
+def _common_prefix_bytes(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
 
 
 @pytest.mark.parametrize("durability", ["barrier", "always"])
@@ -109,12 +117,20 @@ def test_crash_images_keep_every_durable_event(tmp_path: Path, durability: str) 
         truth_bytes = [encode_event(e) for e in truth]
         rng = random.Random(seed)
         image_dir = run_dir / "images"
-        for done, image in images(io, rng):
+        for done, image, synced in images(io, rng):
             figures["images"] += 1
             promised = max((seq for ops, seq in promises if ops <= done), default=-1)
             scan = scan_lines(iter(image.splitlines(keepends=True)), checksummed=True)
             if scan.corrupt:
                 figures["refused_corrupt"] += 1
+                # The refusal points at bytes that were never synced: every
+                # line before it is byte for byte what was made durable.
+                assert scan.refusal is not None and scan.refusal.offset is not None
+                intact = _common_prefix_bytes(image, synced)
+                assert scan.refusal.offset >= image.rfind(b"\n", 0, intact) + 1, (
+                    done,
+                    scan.refusal,
+                )
                 if figures["refused_corrupt"] % 10 == 1:
                     # Refused clearly, with where, and the file left as it was.
                     image_dir.mkdir(exist_ok=True)
