@@ -73,14 +73,8 @@ class NotASessionError(FormatError):
     hint = "turnlog only reads and writes its own session files; this file was left as it was"
 
 
-class UnreadableRecordError(FormatError):
-    """A complete, intact record that this turnlog cannot understand (a newer type,
-    a value out of range). Never a torn tail: it is reported and nothing is moved."""
-
-    hint = (
-        "the record is complete, so it is not crash damage; it may come from a newer "
-        "turnlog. Upgrade turnlog, or run `turnlog verify` to see the record"
-    )
+class StoredRecordError(FormatError):
+    """A record of a stored session that stops a reader, located by file, line and byte."""
 
     def __init__(
         self,
@@ -95,6 +89,16 @@ class UnreadableRecordError(FormatError):
             message = f"{path}: {message}"
         super().__init__(message, line=line, offset=offset, hint=hint)
         self.path = path
+
+
+class UnreadableRecordError(StoredRecordError):
+    """A complete, intact record that this turnlog cannot understand (a newer type,
+    a value out of range). Never a torn tail: it is reported and nothing is moved."""
+
+    hint = (
+        "the record is complete, so it is not crash damage; it may come from a newer "
+        "turnlog. Upgrade turnlog, or run `turnlog verify` to see the record"
+    )
 
 
 class UnfinishedSessionError(FormatError):
@@ -106,27 +110,13 @@ class UnfinishedSessionError(FormatError):
     )
 
 
-class CorruptLogError(FormatError):
+class CorruptLogError(StoredRecordError):
     """Damage before a later valid record: not a crash artifact, so nothing is written."""
 
     hint = (
         "the log is damaged in the middle, which a crash cannot cause; keep a copy, "
         "then `turnlog verify` lists every damaged line"
     )
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | None = None,
-        line: int | None = None,
-        offset: int | None = None,
-        hint: str | None = None,
-    ) -> None:
-        if path is not None:
-            message = f"{path}: {message}"
-        super().__init__(message, line=line, offset=offset, hint=hint)
-        self.path = path
 
 
 class SeqConflictError(TurnlogError):

@@ -338,6 +338,26 @@ def _translate(exc: OSError, action: str, path: str) -> TurnlogError:
     return StoreIOError(f"{action} {path}: {exc.strerror or exc}", errno=code)
 
 
+@contextlib.contextmanager
+def _closed_on_error(fd: int, action: str, path: str) -> Iterator[int]:
+    """Hand out `fd`, closing it if the block raises; OS errors become turnlog errors."""
+    try:
+        yield fd
+    except OSError as exc:
+        os.close(fd)
+        raise _translate(exc, action, path) from exc
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _scan_fd(fd: int, end: int, *, checksummed: bool) -> Scan:
+    """Classify every line of an open session file up to `end`."""
+    with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
+        f.seek(0)
+        return scan_lines(_lines_forward(f, end), checksummed=checksummed)
+
+
 class _JSONLWriter(StoreWriter):
     """The locked, O_APPEND descriptor of one session file."""
 
@@ -587,9 +607,7 @@ class JSONLStore(Store):
                     problems=[Problem(message="no complete session header", offset=0)],
                     torn=TornTail(offset=0, size_bytes=end) if end else None,
                 )
-            with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
-                f.seek(0)
-                scan = scan_lines(_lines_forward(f, end), checksummed=head.checksummed)
+            scan = _scan_fd(fd, end, checksummed=head.checksummed)
             torn = scan.torn
             if (
                 torn is not None
@@ -875,33 +893,25 @@ class JSONLStore(Store):
     def _create_again(self, header: Event, session_id: str, dir_fd: int) -> StoreWriter:
         path = self.path(session_id)
         fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
-        try:
+        with _closed_on_error(fd, "create", path):
             self._lock(fd, session_id)
             head, end = self._head(fd, session_id)
             if head.header is not None:
                 raise SessionExistsError(f"session {session_id!r} already exists at {path}")
-            torn = (
-                self._quarantine(fd, session_id, TornTail(offset=0, size_bytes=end))
-                if end
-                else None
-            )
+            torn = None
+            if end:
+                torn = self._quarantine(fd, session_id, TornTail(offset=0, size_bytes=end))
             writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0, torn=torn)
             writer.append([header], expected_seq=0, sync=True)
             self.io.fsync_dir(dir_fd)
             return writer
-        except OSError as exc:
-            os.close(fd)
-            raise _translate(exc, "create", path) from exc
-        except BaseException:
-            os.close(fd)
-            raise
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         path = self.path(session_id)
         if check not in ("full", "tail"):
             raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
         fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
-        try:
+        with _closed_on_error(fd, "open", path):
             if not force:
                 self._lock(fd, session_id)
             head, end = self._head(fd, session_id)
@@ -912,9 +922,7 @@ class JSONLStore(Store):
             events: list[Event] | None = None
             tail: Tail | None = None
             if check == "full":
-                with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
-                    f.seek(0)
-                    scan = scan_lines(_lines_forward(f, end), checksummed=head.checksummed)
+                scan = _scan_fd(fd, end, checksummed=head.checksummed)
                 if scan.refusal is not None:
                     self._refuse(scan.refusal, session_id, scan)
                 torn, events = scan.torn, scan.events
@@ -939,12 +947,6 @@ class JSONLStore(Store):
                 tail=tail,
                 torn=torn,
             )
-        except OSError as exc:
-            os.close(fd)
-            raise _translate(exc, "open", path) from exc
-        except BaseException:
-            os.close(fd)
-            raise
 
     def _quarantine(self, fd: int, session_id: str, torn: TornTail) -> TornTail:
         """Copy the torn bytes to a sidecar (synced), then cut the file back.
