@@ -135,8 +135,13 @@ def test_crash_images_keep_every_durable_event(tmp_path: Path, durability: str) 
                     # Refused clearly, with where, and the file left as it was.
                     image_dir.mkdir(exist_ok=True)
                     (image_dir / FILE).write_bytes(image)
-                    with pytest.raises(turnlog.CorruptLogError) as info:
-                        turnlog.open(JSONLStore(image_dir), SESSION)
+                    # Reopening reads the tail: damage inside it refuses at
+                    # once, damage before it as soon as the whole log is read.
+                    with (
+                        pytest.raises(turnlog.CorruptLogError) as info,
+                        turnlog.open(JSONLStore(image_dir), SESSION) as log,
+                    ):
+                        assert log.messages is not None
                     assert info.value.line is not None and info.value.offset is not None
                     assert (image_dir / FILE).read_bytes() == image
                 continue

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, NoReturn, TypeVar
 
 import click
@@ -14,7 +15,7 @@ from rich.console import Console
 
 from turnlog import events as ev
 from turnlog.errors import FormatError, SessionLockedError, TurnlogError, UsageError
-from turnlog.fold import fold
+from turnlog.fold import Fold, Message
 from turnlog.fork import fork_session
 from turnlog.log import utc_now
 from turnlog.providers import PROVIDERS
@@ -97,11 +98,67 @@ def _to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def _read_valid(store: Store, session_id: str) -> list[ev.Event]:
-    events = store.read(session_id)
-    if not events:
+def _events(store: Store, session_id: str) -> Iterator[ev.Event]:
+    """The session's events, streamed: a whole-log command holds one at a time."""
+    events = store.iter_events(session_id)
+    first = next(events, None)
+    if first is None:
         raise FormatError(f"session {session_id!r} holds no valid record")
-    return events
+    yield first
+    yield from events
+
+
+def _stream_json(fields: dict[str, Any], *, indent: bool = False) -> None:
+    """One JSON object on stdout, written piece by piece: a dict field is
+    streamed the same way and a list or iterator field item by item, so a long
+    log is never one string in memory.
+
+    If reading fails half-way, the object is closed with the error, its hint
+    and exit code as fields, so stdout still holds one valid JSON document.
+    """
+    out = sys.stdout.buffer
+
+    def encode(value: Any, depth: int) -> bytes:
+        if not indent:
+            return msgspec.json.encode(value)
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+        return text.replace("\n", "\n" + "  " * depth).encode()
+
+    def newline(depth: int) -> bytes:
+        return b"\n" + b"  " * depth if indent else b""
+
+    def write_object(document: dict[str, Any], depth: int) -> None:
+        out.write(b"{")
+        for number, (key, value) in enumerate(document.items()):
+            out.write((b"," if number else b"") + newline(depth + 1))
+            out.write(msgspec.json.encode(key) + (b": " if indent else b":"))
+            if isinstance(value, dict):
+                write_object(value, depth + 1)
+            elif isinstance(value, list | Iterator):
+                write_items(value, depth + 1)
+            else:
+                out.write(encode(value, depth + 1))
+        out.write(newline(depth) + b"}")
+
+    def write_items(items: Iterable[Any], depth: int) -> None:
+        out.write(b"[")
+        try:
+            for index, item in enumerate(items):
+                out.write((b"," if index else b"") + newline(depth + 1))
+                out.write(encode(item, depth + 1))
+        except TurnlogError as error:
+            if depth > 1:
+                raise
+            code = _exit_code(error)
+            trailer = {"error": error.message, "hint": error.hint, "exit_code": code}
+            out.write(b"]," + msgspec.json.encode(trailer)[1:] + b"\n")
+            out.flush()
+            _fail(error.message, error.hint, code, as_json=False)
+        out.write(newline(depth) + b"]")
+
+    write_object(fields, 0)
+    out.write(b"\n")
+    out.flush()
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
@@ -122,6 +179,10 @@ def main() -> None:
     Exit codes: 0 ok, 1 findings, 2 usage, 3 unreadable or corrupt input,
     4 a live writer holds the session.
     """
+    # Output piped into `head` ends quietly, as other command-line tools do,
+    # not with an error about a broken pipe.
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 @main.command("ls")
@@ -273,9 +334,9 @@ def show_command(session: str, store_url: str | None, as_json: bool) -> None:
     Events turnlog wrote itself are marked with their origin and risk.
     """
     store, session_id = resolve_session(session, store_url)
-    events = _read_valid(store, session_id)
+    events = _events(store, session_id)
     if as_json:
-        _emit_json({"session_id": session_id, "events": [ev.to_builtins(e) for e in events]})
+        _stream_json({"session_id": session_id, "events": (ev.to_builtins(e) for e in events)})
     else:
         render_timeline(_console(), events)
 
@@ -384,13 +445,16 @@ def export_command(
     With --json the output is {"provider", "request", "violations"}.
     """
     store, session_id = resolve_session(session, store_url)
-    messages = fold(_read_valid(store, session_id)).messages
+    # Only the transcript is kept, never the events; the request is written
+    # item by item.
+    messages: Sequence[Message] = Fold(_events(store, session_id)).state.messages
     if patch_in_memory:
-        messages = tuple(patch_dangling_tool_calls(messages))
+        messages = patch_dangling_tool_calls(messages)
     request = render_request(provider, messages)
+    del messages
     violations = validate_request(provider, request) if validate or as_json else []
     if as_json:
-        _emit_json(
+        _stream_json(
             {
                 "provider": provider,
                 "request": request,
@@ -398,7 +462,7 @@ def export_command(
             }
         )
     else:
-        click.echo(json.dumps(request, indent=2, ensure_ascii=False))
+        _stream_json(request, indent=True)
     for violation in violations:
         where = f" (call {violation.call_id})" if violation.call_id else ""
         click.echo(f"violation: item {violation.index}: {violation.message}{where}", err=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, SupportsIndex
 
 import msgspec
 
@@ -179,6 +179,16 @@ class _MutableTurn:
         )
 
 
+class _NoTranscript(list[Message]):
+    """A transcript that keeps nothing, for folds that only check bookkeeping."""
+
+    def append(self, message: Message) -> None:
+        pass
+
+    def insert(self, index: SupportsIndex, message: Message) -> None:
+        pass
+
+
 class Fold:
     """An incremental fold: `apply` one event at a time, read `state` any time.
 
@@ -187,11 +197,13 @@ class Fold:
     at the end of a turn), which is moved back beside the message that asked.
     """
 
-    def __init__(self, events: Iterable[Event] = ()) -> None:
+    def __init__(self, events: Iterable[Event] = (), *, keep_transcript: bool = True) -> None:
         self._session: ev.Session | None = None
         self._next_seq = 0
         self._last_ts: str | None = None
-        self._messages: list[Message] = []
+        # Without a transcript, memory is bounded by the open turn: for checks
+        # that stream a whole log.
+        self._messages: list[Message] = [] if keep_transcript else _NoTranscript()
         self._turn: _MutableTurn | None = None
         # Call ids of the newest assistant message that asked for tools, while
         # only their results have followed it: results for them append.
@@ -500,6 +512,8 @@ class Fold:
     def _on_compaction(self, event: Event, data: ev.Compaction) -> None:
         if self._turn is not None:
             self._warnings.append(f"seq {event.seq}: compaction inside an open turn")
+        if isinstance(self._messages, _NoTranscript):
+            return
         kept = []
         asked: set[str] = set()
         for message in self._messages:

@@ -115,27 +115,34 @@ class Log:
     they go, so `state` and `messages` are always current. Safe to share
     between threads (frameworks run parallel tool calls in threads): appends
     are serialized, so seqs never collide.
+
+    A session reopened to append is read from its tail only: a writer that
+    only appends never pays for the whole log. The transcript is folded from
+    the whole log on first use of `messages` or `state`.
     """
 
     def __init__(
         self,
         store: Store,
         writer: StoreWriter,
-        events: Sequence[Event],
+        fold: Fold,
         *,
+        whole: bool = True,
         durability: Durability = "barrier",
     ) -> None:
         _check_durability(durability)
         self.store = store
         self._writer: StoreWriter | None = writer
         self._durability = durability
-        self._fold = Fold(events)
-        state = self._fold.state
-        if state.session is None:
+        self._fold = fold
+        # False while `_fold` was fed from the tail: exact for the open turn,
+        # revivals and the next seq, but its transcript holds only the tail.
+        self._whole = whole
+        if fold.session is None:
             raise TurnlogError(
                 "the session has no header event", hint="the log is not a turnlog session"
             )
-        self.session_id: str = state.session.session_id
+        self.session_id: str = fold.session.session_id
         self._turn: Turn | None = None
         self._subscribers: list[Callable[[Sequence[Event], bool], None]] = []
         # Reentrant: a dispatch block appends while holding it.
@@ -145,11 +152,30 @@ class Log:
 
     @property
     def state(self) -> SessionState:
-        return self._fold.state
+        return self._whole_fold().state
 
     @property
     def messages(self) -> tuple[Message, ...]:
-        return self._fold.state.messages
+        return self._whole_fold().state.messages
+
+    def _whole_fold(self) -> Fold:
+        """The fold of the whole log, read once on first need."""
+        if self._whole:
+            return self._fold
+        with self._lock:
+            if not self._whole:
+                # We hold the writer lock: the store holds exactly what this
+                # handle appended on top of what it read.
+                whole = Fold(self.store.iter_events(self.session_id))
+                if whole.next_seq != self._fold.next_seq:
+                    raise TurnlogError(
+                        f"session {self.session_id!r} holds {whole.next_seq} events where this "
+                        f"writer expects {self._fold.next_seq}",
+                        hint="another process wrote without the lock; reopen the session",
+                    )
+                self._fold = whole
+                self._whole = True
+            return self._fold
 
     @property
     def next_seq(self) -> int:
@@ -521,19 +547,22 @@ def open(
             ts=utc_now(),
         )
         writer = store.create(header)
-        return Log(store, writer, [header], durability=durability)
+        return Log(store, writer, Fold([header]), durability=durability)
     if not store.exists(session_id):
         raise SessionNotFoundError(f"no session {session_id!r} in {store.url}")
     return _open_existing(store, session_id, durability)
 
 
 def _open_existing(store: Store, session_id: str, durability: Durability) -> Log:
-    writer = store.writer(session_id)
+    writer = store.writer(session_id, check="tail")
     try:
+        tail = writer.tail
+        if tail is not None:
+            return Log(store, writer, tail.fold(), whole=False, durability=durability)
         events = writer.loaded_events
         if events is None:
             events = store.read(session_id)
-        return Log(store, writer, events, durability=durability)
+        return Log(store, writer, Fold(events), durability=durability)
     except BaseException:
         writer.close()
         raise

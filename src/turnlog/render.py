@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich import box
@@ -161,7 +161,7 @@ def _event_line(event: Event) -> Text:
     return line
 
 
-def render_timeline(console: Console, events: Sequence[Event]) -> None:
+def render_timeline(console: Console, events: Iterable[Event]) -> None:
     """The session as turns and steps, with synthetic events marked by origin."""
     depth = 0
     for event in events:

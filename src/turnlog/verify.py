@@ -23,27 +23,47 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     problems: tuple[Problem, ...]
 
 
-def check_events(events: Sequence[Event]) -> list[Problem]:
-    """Pairing and bookkeeping problems in valid records: turns and steps that
-    close nothing, results answered twice or for calls never made. Pure."""
-    problems: list[Problem] = []
-    folder = Fold()
-    known_calls: set[str] = set()
-    for event in events:
+class EventChecker:
+    """Pairing and bookkeeping checks over valid records, one event at a time,
+    in memory bounded by a turn: turns and steps that close nothing, a result
+    answered twice, a result for a call its turn never asked for. Pure."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._problems: list[Problem] = []
+        self._fold = Fold(keep_transcript=False)
+        # Calls asked for (or dispatched) in the current turn; outside turns,
+        # since the last turn ended.
+        self._known: set[str] = set()
+
+    def feed(self, event: Event) -> None:
+        self.count += 1
         data = event.data
-        if isinstance(data, ev.AssistantMessage):
-            known_calls.update(call.id for call in data.tool_calls)
+        if isinstance(data, ev.TurnStart | ev.TurnEnd):
+            self._known = set()
+        elif isinstance(data, ev.AssistantMessage):
+            self._known.update(call.id for call in data.tool_calls)
         elif isinstance(data, ev.ToolDispatch):
-            known_calls.add(data.call_id)
-        elif isinstance(data, ev.ToolResult) and data.call_id not in known_calls:
-            problems.append(
+            self._known.add(data.call_id)
+        elif isinstance(data, ev.ToolResult) and data.call_id not in self._known:
+            self._problems.append(
                 Problem(
-                    message=f"seq {event.seq}: result for call {data.call_id!r}, never requested"
+                    message=f"seq {event.seq}: result for call {data.call_id!r}, "
+                    "never requested before it in its turn"
                 )
             )
-        folder.apply(event)
-    problems += [Problem(message=warning) for warning in folder.warnings]
-    return problems
+        self._fold.apply(event)
+
+    def problems(self) -> list[Problem]:
+        return [*self._problems, *(Problem(message=w) for w in self._fold.warnings)]
+
+
+def check_events(events: Sequence[Event]) -> list[Problem]:
+    """Every problem `EventChecker` finds in `events`."""
+    checker = EventChecker()
+    for event in events:
+        checker.feed(event)
+    return checker.problems()
 
 
 def verify_session(
@@ -55,8 +75,9 @@ def verify_session(
     a turnlog session) is a problem of that session, or, with
     `raise_unreadable`, raises its error (with its hint).
     """
+    checker = EventChecker()
     try:
-        scan = store.scan(session_id)
+        scan = store.scan(session_id, on_event=checker.feed)
     except TurnlogError as exc:
         if raise_unreadable:
             raise
@@ -75,11 +96,11 @@ def verify_session(
         problems += [
             Problem(message="record has no checksum", line=n) for n in scan.lines_without_crc
         ]
-    if not scan.events and not problems:
+    if not checker.count and not problems:
         problems.append(Problem(message="no session header"))
-    problems += check_events(scan.events)
+    problems += checker.problems()
     return Report(
-        session_id=session_id, ok=not problems, events=len(scan.events), problems=tuple(problems)
+        session_id=session_id, ok=not problems, events=checker.count, problems=tuple(problems)
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Final
 
@@ -144,10 +144,23 @@ class Store(abc.ABC):
         """Where a person finds the session (a file path), if it has one."""
         return None
 
-    def scan(self, session_id: str) -> Scan:
+    def scan(self, session_id: str, *, on_event: Callable[[Event], None] | None = None) -> Scan:
         """Read every record and report every problem, never modifying anything.
-        Stores that keep raw records override this to check them."""
-        return Scan(events=self.read(session_id), problems=[])
+
+        With `on_event`, each valid event goes to it and is not kept. Stores
+        that keep raw records override this to check them.
+        """
+        events = self.read(session_id)
+        if on_event is None:
+            return Scan(events=events, problems=[])
+        for event in events:
+            on_event(event)
+        return Scan(events=[], problems=[])
+
+    def iter_events(self, session_id: str) -> Iterator[Event]:
+        """Every valid event, oldest first. Stores override this to stream, so
+        a whole-log command holds one record at a time, not the log."""
+        yield from self.read(session_id)
 
     def iter_newest_first(self, session_id: str) -> Iterator[Event]:
         """Events newest first. Stores override this to read backwards lazily."""

@@ -10,7 +10,7 @@ import os
 import stat
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final, NoReturn
 
 import msgspec
@@ -180,106 +180,136 @@ def _lines_forward(f: object, end: int) -> Iterator[bytes]:
         yield raw
 
 
-def scan_lines(lines: Iterator[bytes], *, checksummed: bool) -> Scan:
-    """Classify every line: whole records, then a torn tail or a refusal.
+class _Scanner:
+    """Classifies lines as they stream past, keeping only what it found wrong.
 
-    Bytes that cannot be a finished record followed only by more such bytes
-    are a torn tail (a crash artifact). A bad record followed by a good one,
-    a good record out of seq order, or a complete record that cannot be
-    understood is a refusal: no crash writes those, and nothing is moved.
-    `events` is the valid prefix, before the first problem.
+    `events` yields the valid prefix one event at a time, so a caller that
+    does not keep them reads a log of any length in memory bounded by one
+    record; `scan` then says what the whole file held.
     """
-    events: list[Event] = []
-    problems: list[Problem] = []
-    first_bad_offset: int | None = None
-    refusal: Problem | None = None
-    kind: str | None = None
-    without_crc: list[int] = []
-    expected_seq = 0
-    offset = 0
-    crc32 = zlib.crc32
-    decode_fast = decode_record_fast
-    append = events.append
-    for line_number, raw in enumerate(lines, start=1):
-        size = len(raw)
-        if (
-            expected_seq
-            and first_bad_offset is None
-            and refusal is None
-            and raw[-19:-11] == CRC_OPEN
-            and raw[-3:] == b'"}\n'
-            and b"%08x" % crc32(raw[:-19]) == raw[-11:-3]
-        ):
-            # The fast path: a whole record whose checksum matches, in a file
-            # with no damage so far (the same checks as `decode_line`, inlined
-            # because this loop runs once per event of every load).
-            fast = decode_fast(raw)
-            if fast is not None and fast.seq == expected_seq:
-                append(fast)
-                expected_seq += 1
-                offset += size
-                continue
-        line = raw[:-1] if raw.endswith(b"\n") else raw
+
+    def __init__(self, *, checksummed: bool) -> None:
+        self.checksummed = checksummed
+        self.problems: list[Problem] = []
+        self.refusal: Problem | None = None
+        self.kind: str | None = None
+        self.without_crc: list[int] = []
+        self.first_bad_offset: int | None = None
+        self.offset = 0
+        self.count = 0
+
+    def events(self, lines: Iterator[bytes]) -> Iterator[Event]:
+        """Bytes that cannot be a finished record followed only by more such
+        bytes are a torn tail (a crash artifact). A bad record followed by a
+        good one, a good record out of seq order, or a complete record that
+        cannot be understood is a refusal: no crash writes those, and nothing
+        is moved. Yields the valid prefix, before the first problem."""
+        problems = self.problems
+        checksummed = self.checksummed
+        expected_seq = 0
+        offset = 0
+        crc32 = zlib.crc32
+        decode_fast = decode_record_fast
         try:
-            if size > MAX_LINE_BYTES:
-                raise FormatError(
-                    f"line of {size} bytes or more is over the {MAX_LINE_BYTES}-byte limit",
-                    line=line_number,
-                )
-            if line is raw:
-                raise FormatError("unterminated record (no newline)", line=line_number)
-            if not line.strip(b" \t\r"):
-                # Blank lines are not records; hand-written files have them.
+            for line_number, raw in enumerate(lines, start=1):
+                size = len(raw)
+                if (
+                    expected_seq
+                    and self.first_bad_offset is None
+                    and self.refusal is None
+                    and raw[-19:-11] == CRC_OPEN
+                    and raw[-3:] == b'"}\n'
+                    and b"%08x" % crc32(raw[:-19]) == raw[-11:-3]
+                ):
+                    # The fast path: a whole record whose checksum matches, in a
+                    # file with no damage so far (the same checks as
+                    # `decode_line`, inlined: this loop runs once per event of
+                    # every load).
+                    fast = decode_fast(raw)
+                    if fast is not None and fast.seq == expected_seq:
+                        expected_seq += 1
+                        offset += size
+                        yield fast
+                        continue
+                line = raw[:-1] if raw.endswith(b"\n") else raw
+                try:
+                    if size > MAX_LINE_BYTES:
+                        raise FormatError(
+                            f"line of {size} bytes or more is over the {MAX_LINE_BYTES}-byte limit",
+                            line=line_number,
+                        )
+                    if line is raw:
+                        raise FormatError("unterminated record (no newline)", line=line_number)
+                    if not line.strip(b" \t\r"):
+                        # Blank lines are not records; hand-written files have them.
+                        offset += size
+                        continue
+                    event, has_crc = decode_line(
+                        line, checksummed=checksummed, line_number=line_number
+                    )
+                except UnreadableRecordError as exc:
+                    problem = Problem(message=exc.detail, line=line_number, offset=offset)
+                    problems.append(problem)
+                    if self.refusal is None:
+                        self.refusal = problem
+                        self.kind = "unreadable" if self.first_bad_offset is None else "corrupt"
+                    offset += size
+                    continue
+                except FormatError as exc:
+                    problems.append(Problem(message=exc.detail, line=line_number, offset=offset))
+                    if self.first_bad_offset is None:
+                        self.first_bad_offset = offset
+                    offset += size
+                    continue
+                if self.first_bad_offset is not None:
+                    if self.refusal is None:
+                        self.refusal = next(
+                            p for p in problems if p.offset == self.first_bad_offset
+                        )
+                        self.kind = "corrupt"
+                    self.first_bad_offset = None
+                    # The damaged lines held the seqs in between; do not report them twice.
+                    expected_seq = event.seq
+                misplaced = None
+                if event.seq != expected_seq:
+                    misplaced = f"seq {event.seq} where {expected_seq} was expected"
+                elif event.seq == 0 and not isinstance(event.data, ev.Session):
+                    misplaced = f"the first record is {event.type!r}, not the 'session' header"
+                expected_seq = event.seq + 1
                 offset += size
-                continue
-            event, has_crc = decode_line(line, checksummed=checksummed, line_number=line_number)
-        except UnreadableRecordError as exc:
-            problem = Problem(message=exc.detail, line=line_number, offset=offset)
-            problems.append(problem)
-            if refusal is None:
-                refusal, kind = problem, "unreadable" if first_bad_offset is None else "corrupt"
-            offset += size
-            continue
-        except FormatError as exc:
-            problems.append(Problem(message=exc.detail, line=line_number, offset=offset))
-            if first_bad_offset is None:
-                first_bad_offset = offset
-            offset += size
-            continue
-        if first_bad_offset is not None:
-            if refusal is None:
-                refusal = next(p for p in problems if p.offset == first_bad_offset)
-                kind = "corrupt"
-            first_bad_offset = None
-            # The damaged lines held the seqs in between; do not report them twice.
-            expected_seq = event.seq
-        misplaced = None
-        if event.seq != expected_seq:
-            misplaced = f"seq {event.seq} where {expected_seq} was expected"
-        elif event.seq == 0 and not isinstance(event.data, ev.Session):
-            misplaced = f"the first record is {event.type!r}, not the 'session' header"
-        if misplaced is not None:
-            problem = Problem(message=misplaced, line=line_number, offset=offset)
-            problems.append(problem)
-            if refusal is None:
-                refusal, kind = problem, "corrupt"
-        elif refusal is None:
-            events.append(event)
-            if not has_crc:
-                without_crc.append(line_number)
-        expected_seq = event.seq + 1
-        offset += size
-    torn = None
-    if first_bad_offset is not None and refusal is None:
-        torn = TornTail(offset=first_bad_offset, size_bytes=offset - first_bad_offset)
-    return Scan(
-        events=events,
-        problems=problems,
-        torn=torn,
-        refusal=refusal,
-        refusal_kind=kind,
-        lines_without_crc=without_crc,
-    )
+                if misplaced is not None:
+                    problem = Problem(message=misplaced, line=line_number, offset=offset - size)
+                    problems.append(problem)
+                    if self.refusal is None:
+                        self.refusal, self.kind = problem, "corrupt"
+                elif self.refusal is None:
+                    if not has_crc:
+                        self.without_crc.append(line_number)
+                    yield event
+        finally:
+            self.offset = offset
+            self.count = expected_seq
+
+    def scan(self, events: list[Event]) -> Scan:
+        torn = None
+        if self.first_bad_offset is not None and self.refusal is None:
+            torn = TornTail(
+                offset=self.first_bad_offset, size_bytes=self.offset - self.first_bad_offset
+            )
+        return Scan(
+            events=events,
+            problems=self.problems,
+            torn=torn,
+            refusal=self.refusal,
+            refusal_kind=self.kind,
+            lines_without_crc=self.without_crc,
+        )
+
+
+def scan_lines(lines: Iterator[bytes], *, checksummed: bool) -> Scan:
+    """Classify every line, keeping the valid prefix (see `_Scanner.events`)."""
+    scanner = _Scanner(checksummed=checksummed)
+    return scanner.scan(list(scanner.events(lines)))
 
 
 def _lock_pid(fd: int) -> int | None:
@@ -592,11 +622,13 @@ class JSONLStore(Store):
 
     # -- reading -----------------------------------------------------------------
 
-    def scan(self, session_id: str) -> Scan:
+    def scan(self, session_id: str, *, on_event: Callable[[Event], None] | None = None) -> Scan:
         """Read and classify the whole file, never modifying it.
 
-        The last record of a session a live writer holds may still be arriving:
-        an unterminated last line is then in flight, not torn.
+        With `on_event`, each valid event is handed to it and not kept, so a
+        log of any length is checked in memory bounded by one record. The last
+        record of a session a live writer holds may still be arriving: an
+        unterminated last line is then in flight, not torn.
         """
         fd = self._open_file(session_id, os.O_RDONLY)
         try:
@@ -607,7 +639,17 @@ class JSONLStore(Store):
                     problems=[Problem(message="no complete session header", offset=0)],
                     torn=TornTail(offset=0, size_bytes=end) if end else None,
                 )
-            scan = _scan_fd(fd, end, checksummed=head.checksummed)
+            scanner = _Scanner(checksummed=head.checksummed)
+            with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
+                f.seek(0)
+                stream = scanner.events(_lines_forward(f, end))
+                if on_event is None:
+                    events = list(stream)
+                else:
+                    events = []
+                    for event in stream:
+                        on_event(event)
+            scan = scanner.scan(events)
             torn = scan.torn
             if (
                 torn is not None
@@ -621,6 +663,30 @@ class JSONLStore(Store):
                 scan.torn = None
                 scan.in_flight_bytes = torn.size_bytes
             return scan
+        except OSError as exc:
+            raise _translate(exc, "read", self.path(session_id)) from exc
+        finally:
+            os.close(fd)
+
+    def iter_events(self, session_id: str) -> Iterator[Event]:
+        """Every valid event, oldest first, one at a time: memory bounded by
+        one record. Raises the store's refusal, located, if the file is
+        damaged; the events before the damage have been yielded by then."""
+        fd = self._open_file(session_id, os.O_RDONLY)
+        try:
+            head, end = self._head(fd, session_id)
+            if head.header is None:
+                raise UnfinishedSessionError(
+                    f"{self.path(session_id)} holds no complete session header: a crash cut "
+                    "its creation short"
+                )
+            scanner = _Scanner(checksummed=head.checksummed)
+            with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
+                f.seek(0)
+                yield from scanner.events(_lines_forward(f, end))
+            scan = scanner.scan([])
+            if scan.refusal is not None:
+                self._refuse(scan.refusal, session_id, scan)
         except OSError as exc:
             raise _translate(exc, "read", self.path(session_id)) from exc
         finally:
