@@ -11,6 +11,7 @@ import pytest
 import turnlog
 from builders import assistant, call, dispatch, number, step_start, turn_start
 from turnlog import events as ev
+from turnlog.events import Event
 from turnlog.stores import JSONLStore
 from turnlog.stores.jsonl import scan_lines
 from turnlog.stores.jsonl_record import encode_line
@@ -213,3 +214,29 @@ def test_backward_line_reader_matches_a_forward_split(
             expected.append((offset, line))
             offset += len(line)
         assert newest_first[::-1] == expected, data
+
+
+def test_revivals_of_a_log_without_stamps_are_found_by_the_byte_search(tmp_path: Path) -> None:
+    # Another writer: turn_start carries no `revivals`, so the count comes from
+    # the newest run_revived before the kept events, found by searching bytes.
+    # Payloads that mention the anchors' words must not be taken for them.
+    decoys: list[ev.EventData] = [
+        ev.UserMessage(content='{"type":"run_revived","revival":7} and "revivals": 9'),
+        ev.AssistantMessage(
+            content="", tool_calls=[ev.ToolCall(id="c", name="t", arguments={"revivals": 5})]
+        ),
+        ev.Custom(type="x_note", fields={"type": "run_revived", "revival": 8}),
+    ]
+    for real in (0, 1, 2):
+        items: list[ev.EventData] = [ev.Session(session_id=f"u{real}")]
+        for n in range(1, real + 1):
+            items += [ev.RunRevived(revival=n), ev.UserMessage(content="notice")]
+        for turn in range(1, 200):
+            items += [ev.UserMessage(content="x" * 500), ev.TurnStart(turn=turn), *decoys]
+            items += [ev.TurnEnd(turn=turn)]
+        items += [ev.UserMessage(content="last"), ev.TurnStart(turn=200)]
+        events = [Event(seq=i, data=d) for i, d in enumerate(items)]
+        (tmp_path / f"u{real}.jsonl").write_bytes(b"".join(encode_line(e) for e in events))
+        tail = JSONLStore(tmp_path).read_tail(f"u{real}")
+        assert tail.verdict().revivals == real == turnlog.verdict(events).revivals
+        assert len(tail.events) < 10

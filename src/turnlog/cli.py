@@ -7,11 +7,10 @@ import json
 import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import click
 import msgspec
-from rich.console import Console
 
 from turnlog import events as ev
 from turnlog.errors import FormatError, SessionLockedError, TurnlogError, UsageError
@@ -22,12 +21,6 @@ from turnlog.providers import PROVIDERS
 from turnlog.providers import render as render_request
 from turnlog.providers import validate as validate_request
 from turnlog.recovery import patch_dangling_tool_calls
-from turnlog.render import (
-    render_events,
-    render_inspection,
-    render_sessions,
-    render_timeline,
-)
 from turnlog.stores import DEFAULT_STORE, STORE_ENV, Store, resolve_session, store_from_url
 from turnlog.triage import DEFAULT_MAX_REVIVALS, inspect, plan_stored, recover
 from turnlog.verify import verify_session, verify_store
@@ -41,10 +34,16 @@ EXIT_LOCKED: Final = 4
 # `ls` shows a progress bar past this many sessions, when on a terminal.
 PROGRESS_AFTER_SESSIONS: Final = 50
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _console() -> Console:
+    # Imported on use: a --json call never pays for the terminal renderer.
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True)
 
 
@@ -217,6 +216,8 @@ def ls_command(store_url: str | None, as_json: bool) -> None:
     if as_json:
         _emit_json({"store": store.url, "sessions": rows})
     else:
+        from turnlog.render import render_sessions
+
         render_sessions(console, rows)
 
 
@@ -247,6 +248,8 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
             document["torn_tail"]["bytes"] = document["torn_tail"]["size_bytes"]
         _emit_json(document)
     else:
+        from turnlog.render import render_inspection
+
         render_inspection(_console(), found)
     if found.status in ("unreadable", "corrupt"):
         sys.exit(EXIT_UNREADABLE)
@@ -279,6 +282,8 @@ def plan_command(session: str, store_url: str | None, check: bool, as_json: bool
         )
     else:
         console = _console()
+        from turnlog.render import render_events
+
         render_events(console, repairs.events, title="recovery would append")
         for warning in repairs.warnings:
             console.print(f"warning: {warning}", style="yellow")
@@ -318,6 +323,8 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
     if torn is not None:
         console.print(f"moved a torn tail of {torn.size_bytes} bytes to {torn.sidecar}")
     if repairs.events:
+        from turnlog.render import render_events
+
         render_events(console, repairs.events, title="appended")
     else:
         console.print("nothing to recover: no open turn")
@@ -338,6 +345,8 @@ def show_command(session: str, store_url: str | None, as_json: bool) -> None:
     if as_json:
         _stream_json({"session_id": session_id, "events": (ev.to_builtins(e) for e in events)})
     else:
+        from turnlog.render import render_timeline
+
         render_timeline(_console(), events)
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import os
+import sys
 import threading
 import time
 import uuid
@@ -37,7 +37,15 @@ DURABILITY_MODES: Final = ("always", "barrier", "none")
 # a turn end (the answer the user saw is on disk).
 _BARRIER_TYPES: Final = (ev.Session, ev.ToolDispatch, ev.TurnEnd)
 
-_CANCEL_EXCEPTIONS: Final = (KeyboardInterrupt, asyncio.CancelledError, GeneratorExit)
+
+def _is_cancellation(exc: BaseException) -> bool:
+    """Ctrl-C, a closed generator, or an asyncio cancellation. asyncio is looked
+    up, not imported: a program that never imported it cannot be cancelled by
+    it, and importing it costs every command-line call a twentieth of a second."""
+    if isinstance(exc, KeyboardInterrupt | GeneratorExit):
+        return True
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
 
 
 _second: int = -1
@@ -329,11 +337,7 @@ class Log:
         try:
             yield turn
         except BaseException as exc:
-            reason = (
-                TurnEndReason.CANCELLED
-                if isinstance(exc, _CANCEL_EXCEPTIONS)
-                else TurnEndReason.ERROR
-            )
+            reason = TurnEndReason.CANCELLED if _is_cancellation(exc) else TurnEndReason.ERROR
             self._unwind(exc, reason=reason.value)
             raise
         else:

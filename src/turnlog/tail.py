@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -45,21 +45,27 @@ class Tail(msgspec.Struct, frozen=True, kw_only=True):
         return decide(self.fold())
 
 
-def collect_tail(newest_first: Iterable[Event]) -> tuple[list[Event], int]:
-    """Walk events newest first and stop as soon as the tail decides the state.
+def collect_tail(
+    newest_first: Iterable[Event], *, revivals_older: Callable[[int], int] | None = None
+) -> tuple[list[Event], int]:
+    """Walk events newest first and keep only those that decide the state.
 
     The tail must reach back to the last turn boundary (so an open turn is
-    seen whole), to the last surface message other than a compaction summary
-    (finished or not, and what it asks of the model), and to a
-    revival anchor: a `run_revived` (which carries its count) or a
-    `turn_start` stamped with `revivals`. Returns the events oldest first and
+    seen whole) and to the last surface message other than a compaction
+    summary (finished or not, and what it asks of the model). The revival
+    count needs an anchor: a `run_revived` (which carries its count) or a
+    `turn_start` stamped with `revivals`. When none lies in the kept events,
+    the older part of the log is searched for the newest one without keeping
+    anything: by `revivals_older(count_kept)`, a store's fast search, or by
+    walking on through `newest_first`. Returns the events oldest first and
     the number of revivals before the first of them.
     """
     collected: list[Event] = []
     boundary = surface = False
     anchor: int | None = None  # revivals counted up to and including the anchor
     anchor_index = -1
-    for event in newest_first:
+    events = iter(newest_first)
+    for event in events:
         collected.append(event)
         data = event.data
         if isinstance(data, ev.TurnStart | ev.TurnEnd):
@@ -67,17 +73,21 @@ def collect_tail(newest_first: Iterable[Event]) -> tuple[list[Event], int]:
         if data.TYPE in ev.SURFACE_TYPES and not isinstance(data, ev.Compaction):
             surface = True
         if anchor is None:
-            if isinstance(data, ev.RunRevived):
-                anchor = data.revival
-            elif isinstance(data, ev.TurnStart) and data.revivals is not None:
-                anchor = data.revivals
+            anchor = _anchor(data)
             if anchor is not None:
                 anchor_index = len(collected) - 1
-        if boundary and surface and anchor is not None:
+        if boundary and surface:
             break
     collected.reverse()
     if anchor is None:
-        # Reached the start of the log: nothing older to count.
+        # No run_revived among the kept events: the newest anchor older than
+        # them gives the whole count before them.
+        if revivals_older is not None:
+            return collected, revivals_older(len(collected))
+        for event in events:
+            older = _anchor(event.data)
+            if older is not None:
+                return collected, older
         return collected, 0
     # The fold counts every run_revived it sees again, so subtract those from
     # the oldest collected event up to and including the anchor.
@@ -86,3 +96,12 @@ def collect_tail(newest_first: Iterable[Event]) -> tuple[list[Event], int]:
         1 for event in collected[: anchor_index + 1] if isinstance(event.data, ev.RunRevived)
     )
     return collected, max(anchor - recounted, 0)
+
+
+def _anchor(data: ev.EventData) -> int | None:
+    """The revivals up to and including this event, if it says."""
+    if isinstance(data, ev.RunRevived):
+        return data.revival
+    if isinstance(data, ev.TurnStart):
+        return data.revivals
+    return None

@@ -312,6 +312,86 @@ def scan_lines(lines: Iterator[bytes], *, checksummed: bool) -> Scan:
     return scanner.scan(list(scanner.events(lines)))
 
 
+# Both revival anchors hold these bytes ("run_revived", "revivals"), and
+# ordinary records hardly ever do: one search finds either.
+_ANCHOR_MARK: Final = b"reviv"
+# The anchor types as turnlog's compact encoding writes them, which a line
+# shows near its start (right after `{"seq":N,`).
+_ANCHOR_TYPES: Final = (b'"type":"run_revived"', b'"type":"turn_start"')
+_TYPE_WITHIN_BYTES: Final = 48
+SEARCH_BLOCK_BYTES: Final = 1024 * 1024
+
+
+def _line_at(fd: int, offset: int) -> tuple[int, bytes]:
+    """(start, line without its newline) of the line holding byte `offset`."""
+    start = offset
+    while start > 0:
+        window = os.pread(fd, min(TAIL_BLOCK_BYTES, start), max(0, start - TAIL_BLOCK_BYTES))
+        cut = window.rfind(b"\n")
+        if cut >= 0:
+            start = start - len(window) + cut + 1
+            break
+        start -= len(window)
+        if offset - start > MAX_LINE_BYTES:
+            break
+    pieces = []
+    pos = start
+    while pos - start <= MAX_LINE_BYTES:
+        block = os.pread(fd, TAIL_BLOCK_BYTES, pos)
+        if not block:
+            break
+        cut = block.find(b"\n")
+        if cut >= 0:
+            pieces.append(block[:cut])
+            break
+        pieces.append(block)
+        pos += len(block)
+    return start, b"".join(pieces)
+
+
+def _revivals_before(fd: int, offset: int, path: str) -> int:
+    """The revival count before byte `offset` of a checksummed session: the
+    newest `run_revived` (its number) or `revivals`-stamped `turn_start` (its
+    stamp) before it, found by searching bytes backwards a block at a time; 0
+    if there is none.
+
+    Only candidate lines are decoded (the mark can also sit inside a payload),
+    and a damaged anchor refuses the session.
+    """
+    pos = offset
+    overlap = b""
+    # The anchor is usually near (the open turn's own stamp): start with a
+    # small block and double up to the full one for a long search.
+    block_bytes = TAIL_BLOCK_BYTES
+    while pos > 0:
+        start = max(0, pos - block_bytes)
+        block_bytes = min(2 * block_bytes, SEARCH_BLOCK_BYTES)
+        block = os.pread(fd, pos - start, start) + overlap
+        limit = len(block)
+        while (index := block.rfind(_ANCHOR_MARK, 0, limit)) >= 0:
+            line_start, line = _line_at(fd, start + index)
+            limit = max(line_start - start, 0)
+            head = line[:_TYPE_WITHIN_BYTES]
+            if not any(kind in head for kind in _ANCHOR_TYPES):
+                continue
+            try:
+                event, _ = decode_line(line, checksummed=True)
+            except FormatError as exc:
+                raise CorruptLogError(
+                    f"revival marker: {exc.detail}",
+                    path=path,
+                    line=_line_number_at(fd, line_start),
+                    offset=line_start,
+                ) from exc
+            if isinstance(event.data, ev.RunRevived):
+                return event.data.revival
+            if isinstance(event.data, ev.TurnStart) and event.data.revivals is not None:
+                return event.data.revivals
+        overlap = block[: len(_ANCHOR_MARK)]
+        pos = start
+    return 0
+
+
 def _lock_pid(fd: int) -> int | None:
     """The pid holding a flock on the file, from /proc/locks (Linux), else None."""
     try:
@@ -785,6 +865,7 @@ class JSONLStore(Store):
         torn_start: int | None = None
         valid_end = head.size_bytes
         in_flight = 0
+        oldest_offset = end
 
         def refuse(exc: FormatError, offset: int, cls: type[FormatError]) -> NoReturn:
             line = _line_number_at(fd, offset)
@@ -793,7 +874,7 @@ class JSONLStore(Store):
             raise CorruptLogError(exc.detail, path=path, line=line, offset=offset)
 
         def events() -> Iterator[Event]:
-            nonlocal torn_start, valid_end, in_flight
+            nonlocal torn_start, valid_end, in_flight, oldest_offset
             expected: int | None = None
             for offset, raw in self._lines_newest_first(fd, end, counter):
                 terminated = raw.endswith(b"\n")
@@ -828,11 +909,21 @@ class JSONLStore(Store):
                 if expected is None:
                     valid_end = offset + len(raw)
                 expected = event.seq - 1
+                oldest_offset = offset
                 yield event
                 if event.seq == 0:
                     return
 
-        collected, revivals_before = collect_tail(events())
+        def revivals_older(kept: int) -> int:
+            counter[0] += oldest_offset
+            return _revivals_before(fd, oldest_offset, path)
+
+        # A checksummed session is in turnlog's own compact encoding, so the
+        # newest revival anchor before the kept events is found by a byte
+        # search (about a second per GB at most, in one block of memory);
+        # other sessions are walked record by record, nothing kept.
+        older = revivals_older if head.checksummed else None
+        collected, revivals_before = collect_tail(events(), revivals_older=older)
         if not collected:  # pragma: no cover - the header is always read back
             collected = [head.header]
         header = head.header if collected[0].seq != 0 else None
