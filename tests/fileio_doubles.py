@@ -26,7 +26,7 @@ class RecordingIO(FileIO):
             self.ops.append(("truncate", path, 0))
         return fd
 
-    def write(self, fd: int, data: bytes) -> int:
+    def write(self, fd: int, data: bytes | bytearray) -> int:
         written = super().write(fd, data)
         self.ops.append(("write", self._names[fd], bytes(data[:written])))
         return written
@@ -69,7 +69,7 @@ class FaultyIO(FileIO):
             self.fired = True
         return hit
 
-    def write(self, fd: int, data: bytes) -> int:
+    def write(self, fd: int, data: bytes | bytearray) -> int:
         if self._should_fail("write"):
             if self.kind == "short" and len(data) > 1:
                 return super().write(fd, data[: len(data) // 2])

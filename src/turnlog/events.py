@@ -311,12 +311,13 @@ class _OutEnvelope(msgspec.Struct, omit_defaults=True, kw_only=True, gc=False):
     origin: str | None = None
 
 
-def encode_event(event: Event) -> bytes:
-    """One event as a compact JSON object, members in format order, no newline.
+def encode_event_into(event: Event, buffer: bytearray) -> None:
+    """Encode one event into `buffer` (replacing what it held): a compact JSON
+    object, members in format order, no newline.
 
     `seq` and `type` lead every line (greppable, and a reader sees a record's
     type without parsing it); the store appends the checksum after the last
-    member. One encoder call: this is the append hot path.
+    member. One encoder call into a reused buffer: this is the append hot path.
     """
     data = event.data
     try:
@@ -328,7 +329,7 @@ def encode_event(event: Event) -> bytes:
             envelope = _OutEnvelope(
                 seq=event.seq, type=data.TYPE, ts=event.ts, data=data, origin=event.origin
             )
-        record = _encoder.encode(envelope)
+        _encoder.encode_into(envelope, buffer)
     except UnicodeEncodeError as exc:
         raise FormatError(
             f"event {event.seq} holds text that is not valid Unicode: {exc.reason}",
@@ -341,16 +342,24 @@ def encode_event(event: Event) -> bytes:
             f"event {event.seq} holds a value JSON cannot represent: {exc}",
             hint="event payloads must be JSON data: str, int, float, bool, None, list, dict",
         ) from exc
-    if len(record) > MAX_RECORD_BYTES:
+    size = len(buffer)
+    if size > MAX_RECORD_BYTES:
         raise LimitExceededError(
-            f"event {event.seq} is {len(record) + LINE_OVERHEAD_BYTES} bytes as a line, over "
+            f"event {event.seq} is {size + LINE_OVERHEAD_BYTES} bytes as a line, over "
             f"the {MAX_LINE_BYTES}-byte limit"
         )
-    if nesting_exceeds(record, MAX_NESTING_DEPTH):
+    # A record cannot nest deeper than half its length: most skip the count.
+    if size > 2 * MAX_NESTING_DEPTH and nesting_exceeds(buffer, MAX_NESTING_DEPTH):
         raise LimitExceededError(
             f"event {event.seq} is nested more than {MAX_NESTING_DEPTH} levels deep"
         )
-    return record
+
+
+def encode_event(event: Event) -> bytes:
+    """One event as a compact JSON object (see `encode_event_into`)."""
+    buffer = bytearray()
+    encode_event_into(event, buffer)
+    return bytes(buffer)
 
 
 _JSON_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -358,7 +367,7 @@ _EMPTY_PAIR: Final = re.compile(rb"\[\]|\{\}")
 _NOT_BRACKETS: Final = bytes(set(range(256)) - set(b"[]{}"))
 
 
-def nesting_exceeds(record: bytes, limit: int) -> bool:
+def nesting_exceeds(record: bytes | bytearray, limit: int) -> bool:
     """True when the JSON text nests deeper than `limit` levels.
 
     A record with fewer brackets than the limit cannot be deeper, so the
@@ -367,7 +376,7 @@ def nesting_exceeds(record: bytes, limit: int) -> bool:
     """
     if record.count(b"[") + record.count(b"{") <= limit:
         return False
-    brackets = _JSON_STRING.sub(b"", record).translate(None, _NOT_BRACKETS)
+    brackets = _JSON_STRING.sub(b"", bytes(record)).translate(None, _NOT_BRACKETS)
     for _ in range(limit):
         brackets, removed = _EMPTY_PAIR.subn(b"", brackets)
         if not brackets:

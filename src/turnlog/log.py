@@ -263,20 +263,28 @@ class Log:
         """
         # The hot path of every agent loop: `_write` inlined for one event.
         with self._lock:
-            writer = self._writer or self._require_writer()
+            writer = self._writer
+            if writer is None:
+                writer = self._require_writer()
             fold = self._fold
-            if type(data) is ev.ToolResult and not allow_undispatched:
+            if (
+                type(data) is ev.ToolResult
+                and not allow_undispatched
+                and not fold.is_dispatched(data.call_id)
+            ):
                 self._check_results((data,))
             event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
             if sync is None:
                 sync = _must_sync(self._durability, data)
             try:
-                writer.append((event,), expected_seq=event.seq, sync=sync)
-            finally:
+                writer.append_one(event, sync)
+            except BaseException:
                 # Exception-safe bookkeeping: whatever reached the store is
                 # folded, even when a signal handler raised mid-append.
                 if writer.next_seq > fold.next_seq:
                     fold.apply(event)
+                raise
+            fold.apply(event)
             if self._subscribers:
                 for callback in self._subscribers:
                     callback((event,), sync)

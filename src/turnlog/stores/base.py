@@ -62,6 +62,11 @@ class StoreWriter(abc.ABC):
         the events are durable.
         """
 
+    def append_one(self, event: Event, sync: bool) -> None:
+        """Append one event whose seq must be the session's next: the hot path
+        of every agent loop. Stores override it to skip the batch machinery."""
+        self.append((event,), expected_seq=event.seq, sync=sync)
+
     @abc.abstractmethod
     def sync(self) -> None:
         """Make every appended event durable."""

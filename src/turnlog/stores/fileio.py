@@ -22,7 +22,7 @@ class FileIO:
     def open(self, path: str, flags: int, mode: int = 0o600, *, dir_fd: int | None = None) -> int:
         return os.open(path, flags | O_CLOEXEC, mode, dir_fd=dir_fd)
 
-    def write(self, fd: int, data: bytes) -> int:
+    def write(self, fd: int, data: bytes | bytearray) -> int:
         return os.write(fd, data)
 
     def fsync(self, fd: int) -> None:

@@ -7,8 +7,8 @@ from typing import Final
 
 import msgspec
 
-from turnlog.errors import FormatError, LimitExceededError, UnreadableRecordError
-from turnlog.events import MAX_LINE_BYTES, Event, decode_record, encode_event
+from turnlog.errors import FormatError, UnreadableRecordError
+from turnlog.events import Event, decode_record, encode_event_into
 
 # A line is  PREFIX + ',"crc":"' + 8 lowercase hex digits + '"}'  + "\n",
 # where PREFIX is the event's JSON object without its closing brace and the
@@ -19,17 +19,24 @@ CRC_SUFFIX_BYTES: Final = len(CRC_OPEN) + 8 + 2
 _HEX: Final = frozenset(b"0123456789abcdef")
 
 
-def encode_line(event: Event) -> bytes:
-    """The event as one checksummed line, newline included.
+def encode_line_into(event: Event, buffer: bytearray) -> None:
+    """The event as one checksummed line, newline included, in `buffer`.
 
-    `encode_event` bounds the record so that the line is at most
-    `MAX_LINE_BYTES`, the bound every reader applies to the same bytes.
+    `encode_event_into` bounds the record so that the line is at most
+    `MAX_LINE_BYTES`, the bound every reader applies to the same bytes. No
+    copy is made: the record is encoded in place, its closing brace dropped,
+    the checksum taken over the buffer, and the suffix appended.
     """
-    prefix = encode_event(event)[:-1]
-    line = prefix + (b',"crc":"%08x"}\n' % zlib.crc32(prefix))
-    if len(line) > MAX_LINE_BYTES:  # pragma: no cover - encode_event bounds the record
-        raise LimitExceededError(f"event {event.seq} is over the {MAX_LINE_BYTES}-byte line limit")
-    return line
+    encode_event_into(event, buffer)
+    del buffer[-1:]
+    buffer += b',"crc":"%08x"}\n' % zlib.crc32(buffer)
+
+
+def encode_line(event: Event) -> bytes:
+    """The event as one checksummed line, newline included."""
+    buffer = bytearray()
+    encode_line_into(event, buffer)
+    return bytes(buffer)
 
 
 def check_crc(line: bytes) -> bool | None:
