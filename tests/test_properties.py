@@ -6,7 +6,7 @@ from collections import Counter
 
 from hypothesis import given, settings
 
-from strategies import sessions
+from strategies import rich_sessions, sessions
 from turnlog import events as ev
 from turnlog.events import Event
 from turnlog.fold import Fold, fold
@@ -75,3 +75,22 @@ def test_incremental_fold_equals_fresh(session: list[Event]) -> None:
 def test_codec_round_trip(session: list[Event]) -> None:
     for event in session:
         assert ev.decode_event(ev.encode_event(event)) == event
+
+
+@settings(max_examples=80, deadline=None)
+@given(rich_sessions())
+def test_recovery_laws_with_reused_ids_compactions_and_revivals(session: list[Event]) -> None:
+    for cut in range(1, len(session) + 1):
+        log = session[:cut]
+        owed = [c.call_id for c in fold(log).owed_calls]
+        repairs = plan(log)
+        repaired = [*log, *repairs.events]
+        # Append-only, contiguous, idempotent.
+        assert repaired[:cut] == log
+        assert [e.seq for e in repaired] == list(range(len(repaired)))
+        assert plan(repaired).events == ()
+        assert not interrupted(repaired)
+        # Every owed call answered exactly once, and nothing else answered.
+        answered = [e.data.call_id for e in repairs.events if isinstance(e.data, ev.ToolResult)]
+        assert answered == owed
+        assert len(set(answered)) == len(answered)

@@ -682,7 +682,7 @@ def test_ctrl_c_during_eight_megabyte_results(tmp_path: Path) -> None:
     import time
 
     rng = random.Random(11)
-    for run in range(6):
+    for run in range(10):
         path = tmp_path / f"c{run}.jsonl"
         turnlog.open(path, create=True).close()
         writer = subprocess.Popen(
