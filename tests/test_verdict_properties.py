@@ -14,7 +14,7 @@ from turnlog import providers
 from turnlog.events import Event
 from turnlog.fold import fold
 from turnlog.recovery import plan
-from turnlog.stores import JSONLStore, MemoryStore
+from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.verdict import verdict
 
@@ -39,15 +39,17 @@ def test_tail_verdict_equals_full_verdict_at_every_cut(session: list[Event]) -> 
             assert tail.events[-1].seq == cut - 1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(rich_sessions())
-def test_memory_store_tail_agrees_too(session: list[Event]) -> None:
-    for cut in range(1, len(session) + 1, 3):
-        store = MemoryStore()
-        with store.create(session[0]) as writer:
-            if cut > 1:
-                writer.append(session[1:cut], expected_seq=1, sync=False)
-        assert store.read_tail("rich").verdict() == verdict(session[:cut])
+def test_memory_and_sqlite_store_tails_agree_too(session: list[Event]) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        for cut in range(1, len(session) + 1, 3):
+            for store in (MemoryStore(), SQLiteStore(Path(directory) / f"c{cut}.db")):
+                with store.create(session[0]) as writer:
+                    if cut > 1:
+                        writer.append(session[1:cut], expected_seq=1, sync=False)
+                assert store.read_tail("rich").verdict() == verdict(session[:cut])
+                store.close()
 
 
 @settings(max_examples=80, deadline=None)

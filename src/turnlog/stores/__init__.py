@@ -9,6 +9,7 @@ from turnlog.errors import SessionNotFoundError, UsageError
 from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
 from turnlog.stores.jsonl import SUFFIX, JSONLStore
 from turnlog.stores.memory import MemoryStore
+from turnlog.stores.sqlite import SQLiteStore
 
 __all__ = [
     "DEFAULT_STORE",
@@ -16,6 +17,7 @@ __all__ = [
     "Holder",
     "JSONLStore",
     "MemoryStore",
+    "SQLiteStore",
     "Store",
     "StoreWriter",
     "open_store",
@@ -45,10 +47,19 @@ def open_store(
         raise UsageError(f"{text!r} holds a NUL byte", hint="pass a path without NUL bytes")
     if text.startswith("jsonl:"):
         text = text[len("jsonl:") :]
-    elif "://" in text or text.startswith(("sqlite:", "postgres:", "postgresql:")):
+    elif text.startswith("sqlite:"):
+        # As SQLAlchemy spells it: three slashes and a relative path, four
+        # for an absolute one.
+        if not text.startswith("sqlite:///") or len(text) == len("sqlite:///"):
+            raise UsageError(
+                f"{text!r} is not an SQLite store URL",
+                hint="write sqlite:///relative/file.db or sqlite:////absolute/file.db",
+            )
+        return SQLiteStore(text[len("sqlite:///") :]), session_id
+    elif "://" in text or text.startswith(("postgres:", "postgresql:")):
         raise UsageError(
             f"no store backend for {text!r} in this version",
-            hint="use a directory (JSONL store) or a .jsonl file",
+            hint="use a directory or jsonl:DIR (JSONL), a .jsonl file, or sqlite:///FILE",
         )
     if text.endswith(SUFFIX) and not os.path.isdir(text):
         stem = os.path.basename(text)[: -len(SUFFIX)]

@@ -1,0 +1,439 @@
+"""The SQLite store: many sessions in one file, each event's checksummed line kept as written."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Final, NoReturn
+
+from turnlog import events as ev
+from turnlog.damage import Problem, Scan
+from turnlog.errors import (
+    CorruptLogError,
+    FormatError,
+    LogPoisonedError,
+    SeqConflictError,
+    SessionExistsError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StoreIOError,
+    TurnlogError,
+    UnreadableRecordError,
+    UsageError,
+)
+from turnlog.events import Event
+from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
+from turnlog.stores.jsonl_record import decode_line, encode_line
+
+SCHEMA_VERSION: Final = 1
+# How long a writer waits for another connection's write transaction.
+BUSY_TIMEOUT_MS: Final = 10_000
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    # The tail facts, kept in the same transaction as the events, so "the
+    # open turn of X" and "every session with an open turn" are look-ups.
+    """CREATE TABLE IF NOT EXISTS sessions (
+        session_id TEXT PRIMARY KEY,
+        next_seq INTEGER NOT NULL,
+        open_turn_seq INTEGER,
+        revivals INTEGER NOT NULL DEFAULT 0,
+        last_ts TEXT
+    )""",
+    """CREATE TABLE IF NOT EXISTS events (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        line BLOB NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS sessions_open ON sessions (open_turn_seq) "
+    "WHERE open_turn_seq IS NOT NULL",
+)
+
+
+def _translate(exc: sqlite3.Error, action: str, where: str) -> TurnlogError:
+    """The one place driver errors of this store become turnlog errors."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        return StoreIOError(
+            f"{action} {where}: the database stayed locked for {BUSY_TIMEOUT_MS} ms",
+            hint="another process holds a long write transaction on the database",
+        )
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
+        return StoreIOError(
+            f"{where} is not an SQLite database",
+            hint="check the path in the store URL; turnlog leaves the file as it is",
+        )
+    return StoreIOError(f"{action} {where}: {text}")
+
+
+def _facts(events: Sequence[Event], open_turn: int | None) -> tuple[int | None, int]:
+    """The open turn's start seq after these events, and the revivals among them."""
+    revivals = 0
+    for event in events:
+        data = event.data
+        if isinstance(data, ev.TurnStart):
+            open_turn = event.seq
+        elif isinstance(data, ev.TurnEnd):
+            open_turn = None
+        elif isinstance(data, ev.RunRevived):
+            revivals += 1
+    return open_turn, revivals
+
+
+class _SQLiteWriter(StoreWriter):
+    """One session's writer: its own connection and the session's lock file."""
+
+    def __init__(self, store: SQLiteStore, session_id: str, lock_fd: int, next_seq: int) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._lock_fd: int | None = lock_fd
+        self._next_seq = next_seq
+        self._connection = store._connect()
+        self._synchronous: str | None = None
+        self._poisoned: BaseException | None = None
+
+    @property
+    def next_seq(self) -> int:
+        return self._next_seq
+
+    def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
+        if self._lock_fd is None:
+            raise UsageError("append on a closed writer")
+        if self._poisoned is not None:
+            raise LogPoisonedError(f"an earlier write failed ({self._poisoned})")
+        for offset, event in enumerate(events):
+            if event.seq != expected_seq + offset:
+                raise UsageError(
+                    f"events must be contiguous: got seq {event.seq}, "
+                    f"expected {expected_seq + offset}"
+                )
+        rows = [(self._session_id, event.seq, encode_line(event)) for event in events]
+        mode = "FULL" if sync else "NORMAL"
+        connection = self._connection
+        try:
+            if mode != self._synchronous:
+                connection.execute(f"PRAGMA synchronous={mode}")
+                self._synchronous = mode
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                found = connection.execute(
+                    "SELECT next_seq, open_turn_seq FROM sessions WHERE session_id = ?",
+                    (self._session_id,),
+                ).fetchone()
+                if found is None or found[0] != expected_seq:
+                    actual = found[0] if found is not None else 0
+                    raise SeqConflictError(
+                        f"session {self._session_id!r}: expected next seq {expected_seq}, "
+                        f"the store's next seq is {actual}",
+                        expected=expected_seq,
+                        actual=actual,
+                    )
+                open_turn, revivals = _facts(events, found[1])
+                connection.executemany(
+                    "INSERT INTO events (session_id, seq, line) VALUES (?, ?, ?)", rows
+                )
+                connection.execute(
+                    "UPDATE sessions SET next_seq = ?, open_turn_seq = ?, "
+                    "revivals = revivals + ?, last_ts = ? WHERE session_id = ?",
+                    (
+                        expected_seq + len(events),
+                        open_turn,
+                        revivals,
+                        events[-1].ts if events else None,
+                        self._session_id,
+                    ),
+                )
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+        except sqlite3.Error as exc:
+            raise _translate(exc, "append to", self._store.url) from exc
+        self._next_seq = expected_seq + len(events)
+
+    def sync(self) -> None:
+        # Commits with synchronous=FULL are durable when they return; one made
+        # with NORMAL becomes durable at the next checkpoint or FULL commit.
+        if self._lock_fd is None:
+            raise UsageError("sync on a closed writer")
+
+    def close(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is None:
+            return
+        try:
+            self._connection.close()
+        finally:
+            os.close(fd)  # releases the session's lock
+
+
+class SQLiteStore(Store):
+    """Sessions in one SQLite database (WAL). Liveness is an OS lock on a small
+    file per session beside the database, so it dies with its process."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        if "\0" in self.path:
+            raise UsageError(f"database path {self.path!r} holds a NUL byte")
+        self.url = f"sqlite:///{self.path}"
+        self._locks_dir = self.path + ".locks"
+        self._local = threading.local()
+        self._initialized = False
+
+    # -- connections ---------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            connection = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            )
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            if not self._initialized:
+                self._init_schema(connection)
+        except sqlite3.Error as exc:
+            raise _translate(exc, "open", self.url) from exc
+        return connection
+
+    def _init_schema(self, connection: sqlite3.Connection) -> None:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
+            if row[0] is None:
+                connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            elif row[0] > SCHEMA_VERSION:
+                raise UsageError(
+                    f"{self.url} has schema version {row[0]}; this turnlog knows {SCHEMA_VERSION}",
+                    hint="the database was made by a newer turnlog: upgrade turnlog",
+                )
+        except BaseException:
+            connection.rollback()
+            raise
+        connection.commit()
+        self._initialized = True
+
+    @property
+    def _reader(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._connect()
+            self._local.connection = connection
+        return connection
+
+    def _query(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        try:
+            return list(self._reader.execute(sql, parameters).fetchall())
+        except sqlite3.Error as exc:
+            raise _translate(exc, "read", self.url) from exc
+
+    def close(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+    # -- locks ---------------------------------------------------------------------
+
+    def _lock_file(self, session_id: str) -> int:
+        os.makedirs(self._locks_dir, mode=0o700, exist_ok=True)
+        name = os.path.join(self._locks_dir, validate_session_id(session_id) + ".lock")
+        return os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def _take_lock(self, session_id: str) -> int:
+        fd = self._lock_file(session_id)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SessionLockedError(
+                f"session {session_id!r} in {self.url} is being written by another process"
+            ) from None
+        return fd
+
+    def lock_holder(self, session_id: str) -> Holder | None:
+        fd = self._lock_file(session_id)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return Holder(detail=f"lock file in {self._locks_dir}")
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+    # -- writing -------------------------------------------------------------------
+
+    def create(self, header: Event) -> StoreWriter:
+        if header.seq != 0 or not isinstance(header.data, ev.Session):
+            raise UsageError("a session is created from its 'session' header at seq 0")
+        session_id = validate_session_id(header.data.session_id)
+        lock_fd = self._take_lock(session_id)
+        try:
+            writer = _SQLiteWriter(self, session_id, lock_fd, 0)
+            connection = writer._connection
+            try:
+                connection.execute("PRAGMA synchronous=FULL")
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    connection.execute(
+                        "INSERT INTO sessions (session_id, next_seq, last_ts) VALUES (?, 1, ?)",
+                        (session_id, header.ts),
+                    )
+                    connection.execute(
+                        "INSERT INTO events (session_id, seq, line) VALUES (?, 0, ?)",
+                        (session_id, encode_line(header)),
+                    )
+                except sqlite3.IntegrityError:
+                    connection.rollback()
+                    raise SessionExistsError(
+                        f"session {session_id!r} already exists in {self.url}"
+                    ) from None
+                except BaseException:
+                    connection.rollback()
+                    raise
+                connection.commit()
+            except sqlite3.Error as exc:
+                raise _translate(exc, "create a session in", self.url) from exc
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        writer._next_seq = 1
+        writer._synchronous = "FULL"
+        return writer
+
+    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
+        if check not in ("full", "tail"):
+            raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
+        validate_session_id(session_id)
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        # `force` writes beside a stuck holder: the lock file is opened, not taken.
+        lock_fd = self._lock_file(session_id) if force else self._take_lock(session_id)
+        try:
+            # The same checks a JSONL writer makes, on the records it reads.
+            if check == "full":
+                self.read(session_id)
+            else:
+                self.read_tail(session_id)
+            row = self._query("SELECT next_seq FROM sessions WHERE session_id = ?", (session_id,))
+            next_seq = int(row[0][0])  # type: ignore[call-overload]
+            return _SQLiteWriter(self, session_id, lock_fd, next_seq)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    # -- reading -------------------------------------------------------------------
+
+    def _decode(self, session_id: str, seq: int, line: object) -> Event:
+        """One stored line, checked as a JSONL reader checks it; a damaged or
+        unreadable one refuses the session (a database has no torn tail)."""
+        if isinstance(line, str):
+            line = line.encode("utf-8", "surrogateescape")  # edited by hand as text
+        if not isinstance(line, bytes):
+            raise CorruptLogError(
+                f"session {session_id!r} seq {seq}: a {type(line).__name__}, not a record",
+                path=self.url,
+            )
+        try:
+            event, _ = decode_line(line.rstrip(b"\n"), checksummed=True)
+        except UnreadableRecordError as exc:
+            raise UnreadableRecordError(
+                f"session {session_id!r} seq {seq}: {exc.detail}", path=self.url
+            ) from exc
+        except FormatError as exc:
+            raise CorruptLogError(
+                f"session {session_id!r} seq {seq}: {exc.detail}", path=self.url
+            ) from exc
+        if event.seq != seq:
+            raise CorruptLogError(
+                f"session {session_id!r}: the record stored as seq {seq} says seq {event.seq}",
+                path=self.url,
+            )
+        return event
+
+    def _rows(self, session_id: str, *, descending: bool = False) -> Iterator[tuple[int, object]]:
+        order = "DESC" if descending else "ASC"
+        try:
+            cursor = self._reader.execute(
+                f"SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq {order}",
+                (validate_session_id(session_id),),
+            )
+            while batch := cursor.fetchmany(1024):
+                yield from batch
+        except sqlite3.Error as exc:
+            raise _translate(exc, "read", self.url) from exc
+
+    def iter_events(self, session_id: str) -> Iterator[Event]:
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        for expected, (seq, line) in enumerate(self._rows(session_id)):
+            if seq != expected:
+                self._gap(session_id, expected, seq)
+            yield self._decode(session_id, seq, line)
+
+    def _gap(self, session_id: str, expected: int, seq: int) -> NoReturn:
+        raise CorruptLogError(
+            f"session {session_id!r}: seq {seq} where {expected} was expected", path=self.url
+        )
+
+    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
+        expected: int | None = None
+        for seq, line in self._rows(session_id, descending=True):
+            if expected is not None and seq != expected:
+                self._gap(session_id, expected, seq)
+            yield self._decode(session_id, seq, line)
+            expected = seq - 1
+
+    def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
+        if from_seq < 0:
+            raise UsageError(f"from_seq must be >= 0, not {from_seq}")
+        return list(self.iter_events(session_id))[from_seq:]
+
+    def read_header(self, session_id: str) -> Event | None:
+        rows = self._query(
+            "SELECT line FROM events WHERE session_id = ? AND seq = 0",
+            (validate_session_id(session_id),),
+        )
+        return self._decode(session_id, 0, rows[0][0]) if rows else None
+
+    def scan(self, session_id: str, *, on_event: Callable[[Event], None] | None = None) -> Scan:
+        events: list[Event] = []
+        problems: list[Problem] = []
+        refusal: Problem | None = None
+        kind: str | None = None
+        try:
+            for event in self.iter_events(session_id):
+                if on_event is None:
+                    events.append(event)
+                else:
+                    on_event(event)
+        except (CorruptLogError, UnreadableRecordError) as exc:
+            refusal = Problem(message=exc.detail)
+            problems.append(refusal)
+            kind = "unreadable" if isinstance(exc, UnreadableRecordError) else "corrupt"
+        return Scan(events=events, problems=problems, refusal=refusal, refusal_kind=kind)
+
+    def sessions(self) -> list[str]:
+        return sorted(str(row[0]) for row in self._query("SELECT session_id FROM sessions"))
+
+    def exists(self, session_id: str) -> bool:
+        rows = self._query(
+            "SELECT 1 FROM sessions WHERE session_id = ?", (validate_session_id(session_id),)
+        )
+        return bool(rows)
+
+    def interrupted_candidates(self) -> list[str]:
+        """Sessions whose tail facts show an open turn: an index look-up."""
+        return sorted(
+            str(row[0])
+            for row in self._query(
+                "SELECT session_id FROM sessions WHERE open_turn_seq IS NOT NULL"
+            )
+        )

@@ -1,0 +1,204 @@
+"""The SQLite store beyond the contract: processes, kills, conflicts, damage, schema, the CLI."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import turnlog
+from builders import assistant, call, dispatch, number, step_start, turn_start
+from turnlog import events as ev
+from turnlog.stores import SQLiteStore, open_store
+
+CRASHED = number(
+    [
+        ev.UserMessage(content="pay"),
+        turn_start(1),
+        step_start(1, 1),
+        assistant(call("a", "pay"), call("b", "ls")),
+        dispatch("a", "pay"),
+    ]
+)
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "turnlog", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_urls_name_the_database_as_sqlalchemy_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    relative, _ = open_store("sqlite:///rel.db")
+    absolute, _ = open_store(f"sqlite:///{tmp_path}/abs.db")
+    assert isinstance(relative, SQLiteStore) and relative.path == "rel.db"
+    assert isinstance(absolute, SQLiteStore) and absolute.path == f"{tmp_path}/abs.db"
+    with pytest.raises(turnlog.UsageError):
+        open_store("sqlite:rel.db")
+
+
+def test_the_cli_works_on_a_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    store = SQLiteStore(tmp_path / "s.db")
+    with store.create(CRASHED[0]) as writer:
+        writer.append(CRASHED[1:], expected_seq=1, sync=True)
+    code, out, _ = cli("inspect", "s1", "--store", url, "--json")
+    found = json.loads(out)
+    assert code == 0 and found["status"] == "interrupted"
+    assert [(c["call_id"], c["rule"]) for c in found["owed_calls"]] == [("a", "R1"), ("b", "R2")]
+    code, out, _ = cli("recover", "s1", "--store", url, "--json")
+    assert code == 0 and len(json.loads(out)["appended"]) == 4
+    assert cli("recover", "s1", "--store", url)[0] == 0
+    assert json.loads(cli("recover", "s1", "--store", url, "--json")[1])["appended"] == []
+    assert cli("verify", "--store", url)[0] == 0
+    for provider in ("anthropic", "openai-chat", "openai-responses", "gemini"):
+        assert cli("export", "s1", "--store", url, "--to", provider, "--validate")[0] == 0
+    code, out, _ = cli("ls", "--store", url, "--json")
+    assert [r["status"] for r in json.loads(out)["sessions"]] == ["idle"]
+
+
+def test_a_stale_writer_conflicts_and_changes_nothing(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with store.create(CRASHED[0]) as writer:
+        writer.append(CRASHED[1:3], expected_seq=1, sync=True)
+    stale = store.writer("s1", force=True)
+    with store.writer("s1", force=True) as fresh:
+        fresh.append(CRASHED[3:4], expected_seq=3, sync=True)
+    with pytest.raises(turnlog.SeqConflictError):
+        stale.append(CRASHED[3:4], expected_seq=3, sync=True)
+    stale.close()
+    assert store.read("s1") == CRASHED[:4]
+
+
+def test_a_damaged_row_refuses_the_session(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with store.create(CRASHED[0]) as writer:
+        writer.append(CRASHED[1:], expected_seq=1, sync=True)
+    connection = sqlite3.connect(tmp_path / "s.db")
+    connection.execute(
+        "UPDATE events SET line = replace(line, 'pay', 'PAY') WHERE session_id = 's1' AND seq = 1"
+    )
+    connection.commit()
+    connection.close()
+    with pytest.raises(turnlog.CorruptLogError):
+        store.read("s1")
+    with pytest.raises(turnlog.CorruptLogError):
+        turnlog.recover(store, "s1")
+    assert turnlog.inspect(store, "s1").status == "corrupt"
+    assert not turnlog.verify_session(store, "s1").ok
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    SQLiteStore(tmp_path / "s.db").sessions()
+    connection = sqlite3.connect(tmp_path / "s.db")
+    connection.execute("INSERT INTO schema_version VALUES (99)")
+    connection.commit()
+    connection.close()
+    with pytest.raises(turnlog.UsageError, match="schema version 99"):
+        SQLiteStore(tmp_path / "s.db").sessions()
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.db").write_text("hello, not a database\n" * 100)
+    code, _, err = cli("ls", "--store", f"sqlite:///{tmp_path}/notes.db")
+    assert code == 3 and "not an SQLite database" in err
+    assert (tmp_path / "notes.db").read_text() == "hello, not a database\n" * 100
+
+
+WORKER = """
+import sys, turnlog
+from turnlog.stores import SQLiteStore
+store = SQLiteStore(sys.argv[1])
+with turnlog.open(store, sys.argv[2], durability=sys.argv[3]) as log:
+    for i in range(int(sys.argv[4])):
+        log.user(f"{sys.argv[2]} {i}")
+    if len(sys.argv) > 5:
+        log.append(turnlog.TurnStart(turn=1, revivals=0))
+        print("ready", flush=True)
+        sys.stdin.readline()
+"""
+
+
+def test_eight_processes_on_eight_sessions_lose_nothing(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    SQLiteStore(db).sessions()
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, db, f"w{i}", "none", "150"])
+        for i in range(8)
+    ]
+    assert [w.wait(timeout=120) for w in workers] == [0] * 8
+    store = SQLiteStore(db)
+    for i in range(8):
+        events = store.read(f"w{i}")
+        assert [e.seq for e in events] == list(range(151))
+        assert [e.data.content for e in events[1:]] == [f"w{i} {n}" for n in range(150)]  # type: ignore[union-attr]
+
+
+def test_eight_processes_racing_for_one_session_one_writes(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    with turnlog.open(SQLiteStore(db), "one"):
+        pass
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, db, "one", "none", "50", "hold"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    time.sleep(3)
+    ready = []
+    for racer in racers:
+        if racer.poll() is None:
+            ready.append(racer)
+    assert len(ready) == 1, [r.poll() for r in racers]
+    assert ready[0].stdin is not None
+    ready[0].stdin.write("\n")
+    ready[0].stdin.close()
+    for racer in racers:
+        racer.wait(timeout=60)
+    losers = [r for r in racers if r is not ready[0]]
+    assert all(r.returncode != 0 for r in losers)
+    assert all("SessionLockedError" in (r.stderr.read() if r.stderr else "") for r in losers)
+    events = SQLiteStore(db).read("one")
+    assert [e.seq for e in events] == list(range(len(events))) and len(events) == 52
+
+
+def test_a_killed_writer_goes_from_running_to_interrupted_and_recovers_once(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "s.db")
+    SQLiteStore(db).sessions()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WORKER, db, "k", "always", "20", "hold"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+    store = SQLiteStore(db)
+    assert turnlog.inspect(store, "k").status == "running"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    found = turnlog.inspect(store, "k")
+    assert found.status == "interrupted" and found.events == 22
+    assert len(turnlog.recover(store, "k").plan.events) == 1
+    assert turnlog.recover(store, "k").plan.events == ()
+    assert store.interrupted_candidates() == []
