@@ -201,4 +201,4 @@ def test_a_killed_writer_goes_from_running_to_interrupted_and_recovers_once(
     assert found.status == "interrupted" and found.events == 22
     assert len(turnlog.recover(store, "k").plan.events) == 1
     assert turnlog.recover(store, "k").plan.events == ()
-    assert store.interrupted_candidates() == []
+    assert store.sweep_candidates() == []

@@ -194,14 +194,7 @@ def ls_command(store_url: str | None, as_json: bool) -> None:
     ids = store.sessions()
     console = _console()
     rows = []
-    show_progress = console.is_terminal and not as_json and len(ids) > PROGRESS_AFTER_SESSIONS
-    if show_progress:
-        from rich.progress import track
-
-        iterator = track(ids, description="reading session tails", console=console, transient=True)
-    else:
-        iterator = iter(ids)
-    for session_id in iterator:
+    for session_id in _progress(console, ids, "reading session tails", as_json=as_json):
         found = inspect(store, session_id)
         rows.append(
             {
@@ -481,6 +474,121 @@ def export_command(
             err=True,
         )
         sys.exit(EXIT_FINDINGS)
+
+
+@main.command("copy")
+@click.argument("source", metavar="SOURCE")
+@click.argument("dest", metavar="DEST")
+@click.option(
+    "--session",
+    "session_ids",
+    multiple=True,
+    metavar="ID",
+    help="A session to copy (repeatable; default: every session in SOURCE).",
+)
+@json_option
+@_reports_errors
+def copy_command(source: str, dest: str, session_ids: tuple[str, ...], as_json: bool) -> None:
+    """Copy sessions from the SOURCE store to the DEST store, event for event.
+
+    Same seq, timestamps, origins and content; a session that exists in DEST
+    is refused, never overwritten; each copy is read back and compared.
+    This is how a store moves from files to a database.
+    """
+    from turnlog.transfer import copy_session
+
+    source_store = store_from_url(source)
+    dest_store = store_from_url(dest)
+    ids = list(session_ids) or source_store.sessions()
+    console = _console()
+    copied = []
+    for session_id in _progress(console, ids, "copying sessions", as_json=as_json):
+        copied.append(copy_session(source_store, session_id, dest_store))
+    if as_json:
+        _emit_json({"source": source_store.url, "dest": dest_store.url, "copied": copied})
+        return
+    for item in copied:
+        console.print(f"copied {item.session_id} ({item.events} events)")
+    if not copied:
+        console.print("no sessions to copy")
+
+
+@main.command("sweep")
+@click.argument("store_url", metavar="STORE", required=False)
+@click.option(
+    "--older-than",
+    "older_than_s",
+    type=click.FloatRange(min=0),
+    default=0,
+    metavar="SECONDS",
+    help="Only sessions whose last event is at least this old.",
+)
+@click.option("--revive", is_flag=True, help="Revive each recovered session, within the cap.")
+@click.option(
+    "--max-revivals",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_REVIVALS,
+    show_default=True,
+    help="The revival cap for --revive.",
+)
+@json_option
+@_reports_errors
+def sweep_command(
+    store_url: str | None, older_than_s: float, revive: bool, max_revivals: int, as_json: bool
+) -> None:
+    """Recover every crashed session in STORE: an open turn and no live writer.
+
+    Safe to run from many processes or machines at once: each session is
+    repaired under its writer lock, once. Lists what this sweeper did and what
+    it skipped (running, corrupt, too recent), and why.
+    """
+    from turnlog.transfer import sweep
+
+    store = store_from_url(store_url)
+    console = _console()
+    done = sweep(
+        store,
+        older_than_s=older_than_s,
+        revive=revive,
+        max_revivals=max_revivals,
+        progress=lambda ids: _progress(console, ids, "sweeping", as_json=as_json),
+    )
+    if as_json:
+        _emit_json({"store": store.url, "sessions": done})
+        return
+    for item in done:
+        extra = f", {item.appended} events appended" if item.appended else ""
+        console.print(f"{item.session_id}: {item.action} ({item.reason}{extra})")
+    if not done:
+        console.print("nothing to sweep: no session has an open turn without a writer")
+
+
+@main.group("store")
+def store_group() -> None:
+    """Manage stores."""
+
+
+@store_group.command("init")
+@click.argument("store_url", metavar="URL")
+@json_option
+@_reports_errors
+def store_init_command(store_url: str, as_json: bool) -> None:
+    """Create the store at URL (a directory, or a database and its schema)."""
+    store = store_from_url(store_url)
+    store.init()
+    if as_json:
+        _emit_json({"store": store.url, "sessions": len(store.sessions())})
+    else:
+        _console().print(f"ready: {store.url} ({len(store.sessions())} sessions)")
+
+
+def _progress(console: Console, ids: list[str], what: str, *, as_json: bool) -> Iterable[str]:
+    """A progress bar on a terminal for long work; the items as they are otherwise."""
+    if as_json or not console.is_terminal or len(ids) <= PROGRESS_AFTER_SESSIONS:
+        return ids
+    from rich.progress import track
+
+    return track(ids, description=what, console=console, transient=True)
 
 
 @main.command("demo")

@@ -145,6 +145,14 @@ class Store(abc.ABC):
     def lock_holder(self, session_id: str) -> Holder | None:
         """Who holds the session's writer lock, or None when no live writer does."""
 
+    def init(self) -> None:  # noqa: B027 - most stores make themselves on first use
+        """Make the store ready (a directory, a schema); idempotent."""
+
+    def sweep_candidates(self) -> list[str]:
+        """Sessions that may hold an open turn: every session, unless the store
+        keeps an index of open turns and can answer from it."""
+        return self.sessions()
+
     def location(self, session_id: str) -> str | None:
         """Where a person finds the session (a file path), if it has one."""
         return None

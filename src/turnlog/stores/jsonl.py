@@ -667,6 +667,9 @@ class JSONLStore(Store):
     def path(self, session_id: str) -> str:
         return os.path.join(self.directory, self.filename(session_id))
 
+    def init(self) -> None:
+        os.close(self._dir_fd(create=True))
+
     def location(self, session_id: str) -> str:
         return self.path(session_id)
 

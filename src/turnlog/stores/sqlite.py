@@ -232,6 +232,9 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:
             raise _translate(exc, "read", self.url) from exc
 
+    def init(self) -> None:
+        self._query("SELECT 1")
+
     def close(self) -> None:
         connection = getattr(self._local, "connection", None)
         if connection is not None:
@@ -429,7 +432,7 @@ class SQLiteStore(Store):
         )
         return bool(rows)
 
-    def interrupted_candidates(self) -> list[str]:
+    def sweep_candidates(self) -> list[str]:
         """Sessions whose tail facts show an open turn: an index look-up."""
         return sorted(
             str(row[0])

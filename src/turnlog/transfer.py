@@ -1,0 +1,162 @@
+"""Moving sessions between stores, event for event, and sweeping a store for crashed runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable
+
+import msgspec
+
+from turnlog.errors import SessionExistsError, SessionLockedError, TurnlogError, UsageError
+from turnlog.events import Event, encode_event
+from turnlog.stores.base import Store
+
+# Events go to the destination in batches this size: one write (or one
+# transaction) each, and memory bounded by a batch, not a session.
+COPY_BATCH_EVENTS = 1000
+
+
+def _ignore(event: Event) -> None:
+    pass
+
+
+class Copied(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    events: int
+
+
+def copy_session(source: Store, session_id: str, dest: Store) -> Copied:
+    """Copy one session into another store: the same events with the same seq,
+    ts, origin and content. Refuses to overwrite, refuses a damaged source
+    (the store's read raises), and reads the copy back to check it."""
+    if dest.exists(session_id):
+        raise SessionExistsError(
+            f"session {session_id!r} already exists in {dest.url}",
+            hint="copy never overwrites; remove it there first, or copy another session",
+        )
+    # Check the whole source first (streamed, nothing kept): a damaged source
+    # is refused before the destination holds a single event of it.
+    if source.scan(session_id, on_event=_ignore).refusal is not None:
+        source.read(session_id)  # raises the store's own refusal, located
+    events = source.iter_events(session_id)
+    header = next(events, None)
+    if header is None:
+        raise UsageError(f"session {session_id!r} holds no events to copy")
+    count = 1
+    with dest.create(header) as writer:
+        batch: list[Event] = []
+        for event in events:
+            batch.append(event)
+            if len(batch) == COPY_BATCH_EVENTS:
+                writer.append(batch, expected_seq=batch[0].seq, sync=False)
+                count += len(batch)
+                batch = []
+        if batch:
+            writer.append(batch, expected_seq=batch[0].seq, sync=False)
+            count += len(batch)
+        writer.sync()
+    # The copy reads back record for record as the source holds it.
+    pairs = zip(source.iter_events(session_id), dest.iter_events(session_id), strict=False)
+    checked = 0
+    for original, copied in pairs:
+        if encode_event(original) != encode_event(copied):
+            raise TurnlogError(
+                f"session {session_id!r}: the copy differs from the source at seq {original.seq}",
+                hint="the destination store changed the record; keep the source",
+            )
+        checked += 1
+    if checked != count:
+        raise TurnlogError(f"session {session_id!r}: copied {count} events, read back {checked}")
+    return Copied(session_id=session_id, events=count)
+
+
+class Swept(msgspec.Struct, frozen=True, kw_only=True):
+    """What one sweeper did with one session, and why."""
+
+    session_id: str
+    action: str  # "recovered", "revived", "skipped"
+    reason: str
+    appended: int = 0
+
+
+def _age_s(last_ts: str | None, now: dt.datetime) -> float | None:
+    if last_ts is None:
+        return None
+    try:
+        stamp = dt.datetime.fromisoformat(last_ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (now - stamp).total_seconds()
+
+
+def sweep(
+    store: Store,
+    *,
+    older_than_s: float = 0.0,
+    revive: bool = False,
+    max_revivals: int | None = None,
+    progress: Callable[[list[str]], Iterable[str]] | None = None,
+) -> list[Swept]:
+    """Recover (and with `revive`, revive) every session with an open turn and
+    no live writer whose last event is older than `older_than_s`.
+
+    Safe to run from many processes at once: each repair happens under the
+    session's writer lock and plans from what is on disk then, so a session
+    is repaired once; a sweeper that finds it locked or already closed skips it.
+    """
+    from turnlog.log import open as open_log
+    from turnlog.revival import revive as revive_log
+    from turnlog.triage import DEFAULT_MAX_REVIVALS, inspect, recover
+
+    cap = DEFAULT_MAX_REVIVALS if max_revivals is None else max_revivals
+    now = dt.datetime.now(dt.UTC)
+    candidates: Iterable[str] = store.sweep_candidates()
+    if progress is not None:
+        candidates = progress(list(candidates))
+    out = []
+    for session_id in candidates:
+        found = inspect(store, session_id, max_revivals=cap)
+        if found.status != "interrupted":
+            if found.status in ("running", "corrupt", "unreadable"):
+                reason = found.status
+                if found.problems:
+                    reason += f": {found.problems[0].message}"
+                out.append(Swept(session_id=session_id, action="skipped", reason=reason))
+            continue
+        age = _age_s(found.last_activity, now)
+        if older_than_s and age is not None and age < older_than_s:
+            out.append(
+                Swept(
+                    session_id=session_id,
+                    action="skipped",
+                    reason=f"last event {age:.0f} s ago, younger than {older_than_s:g} s",
+                )
+            )
+            continue
+        try:
+            if revive:
+                with open_log(store, session_id, create=False) as log:
+                    revived = revive_log(log, max_revivals=cap)
+                    if revived.revived:
+                        appended = len(revived.repairs.events) if revived.repairs else 0
+                        action, reason = "revived", f"revival {revived.revival}"
+                        appended += 2  # the revival marker and the notice
+                    else:
+                        # Past the cap the run is not revived, but the crash
+                        # is still repaired.
+                        appended = len(log.recover().events)
+                        action = "recovered" if appended else "skipped"
+                        reason = revived.reason
+            else:
+                repairs = recover(store, session_id).plan
+                appended = len(repairs.events)
+                action = "recovered" if appended else "skipped"
+                reason = "interrupted" if appended else "already recovered by another sweeper"
+        except SessionLockedError:
+            out.append(Swept(session_id=session_id, action="skipped", reason="running"))
+            continue
+        except TurnlogError as exc:
+            out.append(Swept(session_id=session_id, action="skipped", reason=exc.message))
+            continue
+        out.append(Swept(session_id=session_id, action=action, reason=reason, appended=appended))
+    return out

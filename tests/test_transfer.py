@@ -1,0 +1,197 @@
+"""turnlog copy and turnlog sweep, through the entry point, on JSONL and SQLite stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+import turnlog
+from builders import assistant, call, dispatch, number, step_start, turn_start
+from conftest import make_store
+from turnlog import events as ev
+from turnlog.events import Event
+from turnlog.stores import JSONLStore, SQLiteStore, Store
+
+
+def cli(*args: str, stdin: int | None = subprocess.DEVNULL) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "turnlog", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=stdin,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout, done.stderr
+
+
+def crashed(session_id: str) -> list[Event]:
+    events = number(
+        [
+            ev.UserMessage(content=f"pay for {session_id}"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("a", "pay"), call("b", "ls")),
+            dispatch("a", "pay"),
+        ]
+    )
+    header = msgspec.structs.replace(events[0], data=ev.Session(session_id=session_id))
+    return [header, *events[1:]]
+
+
+def finished(session_id: str) -> list[Event]:
+    events = number(
+        [
+            ev.UserMessage(content="hi"),
+            turn_start(1),
+            assistant(content="hello"),
+            ev.TurnEnd(turn=1),
+        ]
+    )
+    header = msgspec.structs.replace(events[0], data=ev.Session(session_id=session_id))
+    return [header, *events[1:]]
+
+
+def put(store: Store, events: list[Event]) -> None:
+    with store.create(events[0]) as writer:
+        writer.append(events[1:], expected_seq=1, sync=False)
+
+
+def url(store: Store) -> str:
+    return store.url if isinstance(store, SQLiteStore) else f"jsonl:{store.url}"
+
+
+# -- copy ---------------------------------------------------------------------------------------
+
+
+def test_copy_round_trips_byte_for_byte_through_sqlite(tmp_path: Path) -> None:
+    files = JSONLStore(tmp_path / "files")
+    for i in range(3):
+        put(files, crashed(f"c{i}"))
+    turnlog.recover(files, "c1")
+    database = SQLiteStore(tmp_path / "s.db")
+    code, out, err = cli("copy", url(files), url(database), "--json")
+    assert code == 0, err
+    assert [c["session_id"] for c in json.loads(out)["copied"]] == ["c0", "c1", "c2"]
+    back = JSONLStore(tmp_path / "back")
+    assert cli("copy", url(database), url(back), "--session", "c1")[0] == 0
+    original = (tmp_path / "files" / "c1.jsonl").read_bytes()
+    assert (tmp_path / "back" / "c1.jsonl").read_bytes() == original
+    # Never overwrite: the second copy is refused and changes nothing.
+    code, _, err = cli("copy", url(files), url(database), "--session", "c0")
+    assert code == 3 and "already exists" in err
+    assert len(database.read("c0")) == len(files.read("c0"))
+
+
+def test_copy_refuses_a_damaged_source(tmp_path: Path) -> None:
+    files = JSONLStore(tmp_path / "files")
+    put(files, crashed("c0"))
+    path = tmp_path / "files" / "c0.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b"turn", b"TURN")
+    path.write_bytes(b"".join(lines))
+    code, _, err = cli("copy", url(files), f"sqlite:///{tmp_path}/s.db")
+    assert code == 3 and "damaged" in err
+    assert SQLiteStore(tmp_path / "s.db").sessions() == []
+
+
+# -- sweep --------------------------------------------------------------------------------------
+
+HOLDER = """
+import sys, turnlog
+from turnlog.stores import open_store
+store, _ = open_store(sys.argv[1])
+with turnlog.open(store, sys.argv[2]) as log:
+    log.append(turnlog.TurnStart(turn=9, revivals=0))
+    print("ready", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_sweep_recovers_the_crashed_and_tells_why_it_skipped_the_rest(
+    tmp_path: Path, kind: str
+) -> None:
+    store = make_store(kind, tmp_path)
+    for i in range(5):
+        put(store, crashed(f"crash{i}"))
+    for i in range(3):
+        put(store, finished(f"done{i}"))
+    put(store, crashed("live"))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url(store), "live"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        code, out, err = cli("sweep", url(store), "--json")
+        assert code == 0, err
+        done = {s["session_id"]: s for s in json.loads(out)["sessions"]}
+        assert {sid for sid, s in done.items() if s["action"] == "recovered"} == {
+            f"crash{i}" for i in range(5)
+        }
+        assert done["live"]["action"] == "skipped" and done["live"]["reason"] == "running"
+        assert all(done[f"crash{i}"]["appended"] == 4 for i in range(5))
+        # A second sweep finds nothing to do.
+        code, out, _ = cli("sweep", url(store), "--json")
+        assert [s for s in json.loads(out)["sessions"] if s["action"] != "skipped"] == []
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+def test_sweep_skips_recent_sessions_and_revives_within_the_cap(tmp_path: Path) -> None:
+    store = JSONLStore(tmp_path)
+    put(store, crashed("old"))
+    with turnlog.open(store, "recent") as log:
+        log.user("now")
+        log.append(ev.TurnStart(turn=1, revivals=0))
+    code, out, _ = cli("sweep", str(tmp_path), "--older-than", "3600", "--revive", "--json")
+    assert code == 0
+    done = {s["session_id"]: s for s in json.loads(out)["sessions"]}
+    assert done["old"]["action"] == "revived" and done["old"]["appended"] == 6
+    assert done["recent"]["action"] == "skipped" and "younger" in done["recent"]["reason"]
+    assert turnlog.inspect(store, "old").revivals == 1
+    assert turnlog.inspect(store, "recent").status == "interrupted"
+
+
+SWEEPER = """
+import sys, json, turnlog
+from turnlog.stores import open_store
+from turnlog.transfer import sweep
+store, _ = open_store(sys.argv[1])
+done = sweep(store)
+print(json.dumps([s.session_id for s in done if s.action == "recovered"]))
+"""
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_four_sweepers_at_once_repair_each_session_once(tmp_path: Path, kind: str) -> None:
+    store = make_store(kind, tmp_path)
+    for i in range(60):
+        put(store, crashed(f"s{i:02d}"))
+    sweepers = [
+        subprocess.Popen(
+            [sys.executable, "-c", SWEEPER, url(store)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
+    recovered: list[str] = []
+    for sweeper in sweepers:
+        out, _ = sweeper.communicate(timeout=180)
+        assert sweeper.returncode == 0
+        recovered += json.loads(out)
+    assert sorted(recovered) == [f"s{i:02d}" for i in range(60)]
+    for i in range(60):
+        events = store.read(f"s{i:02d}")
+        ends = [e for e in events if isinstance(e.data, ev.TurnEnd)]
+        assert len(ends) == 1 and ends[0].origin == "recovery"
