@@ -56,10 +56,15 @@ def open_store(
                 hint="write sqlite:///relative/file.db or sqlite:////absolute/file.db",
             )
         return SQLiteStore(text[len("sqlite:///") :]), session_id
-    elif "://" in text or text.startswith(("postgres:", "postgresql:")):
+    elif text.startswith(("postgresql://", "postgres://")):
+        from turnlog.stores.postgres import store_from_url as postgres_store
+
+        return postgres_store(text), session_id
+    elif "://" in text:
         raise UsageError(
             f"no store backend for {text!r} in this version",
-            hint="use a directory or jsonl:DIR (JSONL), a .jsonl file, or sqlite:///FILE",
+            hint="use a directory or jsonl:DIR (JSONL), a .jsonl file, sqlite:///FILE or "
+            "postgresql://…",
         )
     if text.endswith(SUFFIX) and not os.path.isdir(text):
         stem = os.path.basename(text)[: -len(SUFFIX)]

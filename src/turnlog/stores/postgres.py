@@ -1,0 +1,514 @@
+"""The PostgreSQL store: sessions shared by a fleet of workers, liveness by advisory lock."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from turnlog import events as ev
+from turnlog.damage import Problem, Scan
+from turnlog.errors import (
+    CorruptLogError,
+    FormatError,
+    LogPoisonedError,
+    SeqConflictError,
+    SessionExistsError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StoreIOError,
+    TurnlogError,
+    UnreadableRecordError,
+    UsageError,
+)
+from turnlog.events import Event
+from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
+from turnlog.stores.jsonl_record import decode_line, encode_line
+from turnlog.stores.sqlite import _facts
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA_VERSION: Final = 1
+# Rows fetched per round trip when a session is streamed.
+PAGE_EVENTS: Final = 1000
+_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+# Every row carries its tenant, the role that wrote it; with row-level
+# security forced, a role sees, counts, appends to and sweeps only its own
+# sessions (a superuser, or a role with BYPASSRLS, sees all).
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS turnlog_schema_version (version integer NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS turnlog_sessions (
+        tenant text NOT NULL DEFAULT current_user,
+        session_id text NOT NULL,
+        next_seq bigint NOT NULL,
+        open_turn_seq bigint,
+        revivals integer NOT NULL DEFAULT 0,
+        last_ts text,
+        PRIMARY KEY (tenant, session_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS turnlog_events (
+        tenant text NOT NULL DEFAULT current_user,
+        session_id text NOT NULL,
+        seq bigint NOT NULL,
+        line text NOT NULL,
+        record jsonb NOT NULL,
+        PRIMARY KEY (tenant, session_id, seq)
+    )""",
+    "CREATE INDEX IF NOT EXISTS turnlog_sessions_open ON turnlog_sessions (open_turn_seq) "
+    "WHERE open_turn_seq IS NOT NULL",
+    "ALTER TABLE turnlog_sessions ENABLE ROW LEVEL SECURITY",
+    "ALTER TABLE turnlog_sessions FORCE ROW LEVEL SECURITY",
+    "ALTER TABLE turnlog_events ENABLE ROW LEVEL SECURITY",
+    "ALTER TABLE turnlog_events FORCE ROW LEVEL SECURITY",
+)
+_POLICIES: Final = (
+    ("turnlog_sessions", "turnlog_sessions_tenant"),
+    ("turnlog_events", "turnlog_events_tenant"),
+)
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise UsageError(
+            "the PostgreSQL store needs psycopg 3",
+            hint="pip install 'turnlog[postgres]'",
+        ) from None
+    return psycopg
+
+
+def _translate(exc: Exception, action: str, where: str) -> TurnlogError:
+    """The one place driver errors of this store become turnlog errors."""
+    psycopg = _driver()
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreIOError(
+            f"{action} {where}: {text}",
+            hint="is the PostgreSQL server running, and does the URL name it and a database?",
+        )
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return StoreIOError(f"{action} {where}: {text}", hint="the role lacks a privilege")
+    return StoreIOError(f"{action} {where}: {text}")
+
+
+def _record(line: str) -> str:
+    """The JSONB copy of a line, for queries: the record without its checksum.
+    PostgreSQL's jsonb cannot hold U+0000, so it reads U+2400 there; the line
+    itself, which every read uses, keeps the record exactly."""
+    return line[: line.rindex(',"crc"')].rstrip("\n").replace("\\u0000", "\\u2400") + "}"
+
+
+def _redact(dsn: str) -> str:
+    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", dsn)
+
+
+class _PostgresWriter(StoreWriter):
+    """One session's writer: a connection of its own, holding the session's
+    advisory lock for as long as it lives (the lock dies with it)."""
+
+    def __init__(
+        self, store: PostgresStore, session_id: str, connection: psycopg.Connection[Any]
+    ) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._connection: psycopg.Connection[Any] | None = connection
+        self._next_seq = 0
+        self._poisoned: BaseException | None = None
+
+    @property
+    def next_seq(self) -> int:
+        return self._next_seq
+
+    def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
+        connection = self._connection
+        if connection is None:
+            raise UsageError("append on a closed writer")
+        if self._poisoned is not None:
+            raise LogPoisonedError(f"an earlier write failed ({self._poisoned})")
+        for offset, event in enumerate(events):
+            if event.seq != expected_seq + offset:
+                raise UsageError(
+                    f"events must be contiguous: got seq {event.seq}, "
+                    f"expected {expected_seq + offset}"
+                )
+        rows = []
+        for event in events:
+            line = encode_line(event).decode()
+            rows.append((self._session_id, event.seq, line, _record(line)))
+        try:
+            with connection.transaction():
+                if not sync:
+                    # Kept by the server across a client crash; made durable
+                    # with the next synchronous commit.
+                    connection.execute("SET LOCAL synchronous_commit = off")
+                found = connection.execute(
+                    "SELECT next_seq, open_turn_seq FROM turnlog_sessions "
+                    "WHERE tenant = current_user AND session_id = %s FOR UPDATE",
+                    (self._session_id,),
+                ).fetchone()
+                if found is None or found[0] != expected_seq:
+                    actual = int(found[0]) if found is not None else 0
+                    raise SeqConflictError(
+                        f"session {self._session_id!r}: expected next seq {expected_seq}, "
+                        f"the store's next seq is {actual}",
+                        expected=expected_seq,
+                        actual=actual,
+                    )
+                open_turn, revivals = _facts(events, found[1])
+                with connection.cursor() as cursor:
+                    cursor.executemany(
+                        "INSERT INTO turnlog_events (session_id, seq, line, record) "
+                        "VALUES (%s, %s, %s, %s::jsonb)",
+                        rows,
+                    )
+                connection.execute(
+                    "UPDATE turnlog_sessions SET next_seq = %s, open_turn_seq = %s, "
+                    "revivals = revivals + %s, last_ts = %s "
+                    "WHERE tenant = current_user AND session_id = %s",
+                    (
+                        expected_seq + len(events),
+                        open_turn,
+                        revivals,
+                        events[-1].ts if events else None,
+                        self._session_id,
+                    ),
+                )
+        except TurnlogError:
+            raise
+        except _driver().Error as exc:
+            raise _translate(exc, "append to", self._store.url) from exc
+        self._next_seq = expected_seq + len(events)
+
+    def sync(self) -> None:
+        if self._connection is None:
+            raise UsageError("sync on a closed writer")
+        try:
+            # Any synchronous commit flushes the WAL up to it, and with it
+            # every earlier asynchronous one.
+            with self._connection.transaction():
+                self._connection.execute("SELECT txid_current()")
+        except _driver().Error as exc:
+            raise _translate(exc, "sync", self._store.url) from exc
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        try:
+            # Released here, not when the server notices the connection is
+            # gone (a backend exits asynchronously after the client closes).
+            if not connection.closed and not connection.broken:
+                connection.execute("SELECT pg_advisory_unlock_all()")
+        except _driver().Error:
+            pass  # the lock ends with the connection anyway
+        finally:
+            connection.close()
+
+
+class PostgresStore(Store):
+    """Sessions in PostgreSQL tables (`turnlog_sessions`, `turnlog_events`), in
+    `schema` (default `public`). Each writer holds a session-scoped advisory
+    lock keyed on its tenant and session id: a killed worker's lock goes with
+    its connection, so any worker can tell a crashed session from a live one."""
+
+    def __init__(self, dsn: str, *, schema: str = "public") -> None:
+        _driver()
+        if _SCHEMA_NAME.fullmatch(schema) is None:
+            raise UsageError(f"schema name {schema!r} is not allowed")
+        self.dsn = dsn
+        self.schema = schema
+        self.url = _redact(dsn) + ("" if schema == "public" else f"?schema={schema}")
+        self._local = threading.local()
+        self._initialized = False
+
+    # -- connections ---------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        psycopg = _driver()
+        try:
+            connection = psycopg.connect(self.dsn, autocommit=True)
+            connection.execute("SELECT set_config('search_path', %s, false)", (self.schema,))
+            if not self._initialized:
+                self._init_schema(connection)
+        except TurnlogError:
+            raise
+        except psycopg.Error as exc:
+            raise _translate(exc, "connect to", self.url) from exc
+        return connection  # type: ignore[no-any-return]
+
+    def _init_schema(self, connection: psycopg.Connection[Any]) -> None:
+        with connection.transaction():
+            # One initializer at a time across the fleet.
+            connection.execute("SELECT pg_advisory_xact_lock(hashtext('turnlog schema'))")
+            present = connection.execute(
+                "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+            ).fetchone()
+            if present is None:
+                # Only when missing: creating needs a privilege a tenant role lacks.
+                connection.execute(f'CREATE SCHEMA "{self.schema}"')
+            exists = connection.execute(
+                "SELECT to_regclass('turnlog_schema_version') IS NOT NULL"
+            ).fetchone()
+            if not (exists and exists[0]):
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                for table, policy in _POLICIES:
+                    connection.execute(
+                        f"CREATE POLICY {policy} ON {table} "
+                        "USING (tenant = current_user) WITH CHECK (tenant = current_user)"
+                    )
+                connection.execute(
+                    "INSERT INTO turnlog_schema_version VALUES (%s)", (SCHEMA_VERSION,)
+                )
+            row = connection.execute("SELECT max(version) FROM turnlog_schema_version").fetchone()
+            if row is not None and row[0] is not None and row[0] > SCHEMA_VERSION:
+                raise UsageError(
+                    f"{self.url} has schema version {row[0]}; this turnlog knows {SCHEMA_VERSION}",
+                    hint="the database was made by a newer turnlog: upgrade turnlog",
+                )
+        self._initialized = True
+
+    @property
+    def _reader(self) -> psycopg.Connection[Any]:
+        connection = getattr(self._local, "connection", None)
+        if connection is None or connection.closed:
+            connection = self._connect()
+            self._local.connection = connection
+        return connection
+
+    def _query(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return list(self._reader.execute(sql, parameters).fetchall())
+        except _driver().Error as exc:
+            raise _translate(exc, "read", self.url) from exc
+
+    def init(self) -> None:
+        self._query("SELECT 1")
+
+    def close(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+    # -- locks ---------------------------------------------------------------------
+
+    _LOCK_KEY: Final = "hashtextextended(current_user || '/' || %s, 0)"
+
+    def _take_lock(self, session_id: str, *, force: bool) -> psycopg.Connection[Any]:
+        connection = self._connect()
+        try:
+            if not force:
+                got = connection.execute(
+                    f"SELECT pg_try_advisory_lock({self._LOCK_KEY})", (session_id,)
+                ).fetchone()
+                if not (got and got[0]):
+                    holder = self.lock_holder(session_id)
+                    where = holder.describe() if holder is not None else "another worker"
+                    raise SessionLockedError(
+                        f"session {session_id!r} in {self.url} is being written by {where}"
+                    )
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def lock_holder(self, session_id: str) -> Holder | None:
+        validate_session_id(session_id)
+        rows = self._query(f"SELECT pg_try_advisory_lock({self._LOCK_KEY})", (session_id,))
+        if rows and rows[0][0]:
+            self._query(f"SELECT pg_advisory_unlock({self._LOCK_KEY})", (session_id,))
+            return None
+        found = self._query(
+            "SELECT a.pid, host(a.client_addr), a.backend_start::text FROM pg_locks l "
+            "JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND "
+            f"((l.classid::bigint << 32) | l.objid::bigint) = {self._LOCK_KEY} LIMIT 1",
+            (session_id,),
+        )
+        if not found:
+            return Holder(detail="an advisory lock held by another session")
+        backend, host, since = found[0]
+        return Holder(host=host, since=since, detail=f"PostgreSQL backend {backend}")
+
+    # -- writing -------------------------------------------------------------------
+
+    def create(self, header: Event) -> StoreWriter:
+        if header.seq != 0 or not isinstance(header.data, ev.Session):
+            raise UsageError("a session is created from its 'session' header at seq 0")
+        session_id = validate_session_id(header.data.session_id)
+        connection = self._take_lock(session_id, force=False)
+        writer = _PostgresWriter(self, session_id, connection)
+        line = encode_line(header).decode()
+        try:
+            with connection.transaction():
+                inserted = connection.execute(
+                    "INSERT INTO turnlog_sessions (session_id, next_seq, last_ts) "
+                    "VALUES (%s, 1, %s) ON CONFLICT DO NOTHING RETURNING 1",
+                    (session_id, header.ts),
+                ).fetchone()
+                if inserted is None:
+                    raise SessionExistsError(f"session {session_id!r} already exists in {self.url}")
+                connection.execute(
+                    "INSERT INTO turnlog_events (session_id, seq, line, record) "
+                    "VALUES (%s, 0, %s, %s::jsonb)",
+                    (session_id, line, _record(line)),
+                )
+        except BaseException as exc:
+            writer.close()
+            if isinstance(exc, _driver().Error):
+                raise _translate(exc, "create a session in", self.url) from exc
+            raise
+        writer._next_seq = 1
+        return writer
+
+    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
+        if check not in ("full", "tail"):
+            raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        connection = self._take_lock(session_id, force=force)
+        writer = _PostgresWriter(self, session_id, connection)
+        try:
+            if check == "full":
+                self.read(session_id)
+            else:
+                self.read_tail(session_id)
+            rows = self._query(
+                "SELECT next_seq FROM turnlog_sessions "
+                "WHERE tenant = current_user AND session_id = %s",
+                (session_id,),
+            )
+            writer._next_seq = int(rows[0][0])
+        except BaseException:
+            writer.close()
+            raise
+        return writer
+
+    # -- reading -------------------------------------------------------------------
+
+    def _decode(self, session_id: str, seq: int, line: str) -> Event:
+        """One stored line, checked as a JSONL reader checks it."""
+        try:
+            event, _ = decode_line(line.rstrip("\n").encode(), checksummed=True)
+        except UnreadableRecordError as exc:
+            raise UnreadableRecordError(
+                f"session {session_id!r} seq {seq}: {exc.detail}", path=self.url
+            ) from exc
+        except FormatError as exc:
+            raise CorruptLogError(
+                f"session {session_id!r} seq {seq}: {exc.detail}", path=self.url
+            ) from exc
+        if event.seq != seq:
+            raise CorruptLogError(
+                f"session {session_id!r}: the record stored as seq {seq} says seq {event.seq}",
+                path=self.url,
+            )
+        return event
+
+    def _gap(self, session_id: str, expected: int, seq: int) -> NoReturn:
+        raise CorruptLogError(
+            f"session {session_id!r}: seq {seq} where {expected} was expected", path=self.url
+        )
+
+    def _page(self, session_id: str, bound: int, *, descending: bool) -> list[tuple[Any, ...]]:
+        comparison, order = ("<=", "DESC") if descending else (">=", "ASC")
+        return self._query(
+            "SELECT seq, line FROM turnlog_events WHERE tenant = current_user AND "
+            f"session_id = %s AND seq {comparison} %s ORDER BY seq {order} LIMIT {PAGE_EVENTS}",
+            (session_id, bound),
+        )
+
+    def iter_events(self, session_id: str) -> Iterator[Event]:
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        expected = 0
+        while page := self._page(session_id, expected, descending=False):
+            for seq, line in page:
+                if seq != expected:
+                    self._gap(session_id, expected, seq)
+                yield self._decode(session_id, seq, line)
+                expected += 1
+
+    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
+        bound = 2**62
+        expected: int | None = None
+        while bound >= 0 and (page := self._page(session_id, bound, descending=True)):
+            for seq, line in page:
+                if expected is not None and seq != expected:
+                    self._gap(session_id, expected, seq)
+                yield self._decode(session_id, seq, line)
+                expected = seq - 1
+            bound = int(page[-1][0]) - 1
+
+    def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
+        if from_seq < 0:
+            raise UsageError(f"from_seq must be >= 0, not {from_seq}")
+        return list(self.iter_events(session_id))[from_seq:]
+
+    def read_header(self, session_id: str) -> Event | None:
+        rows = self._page(validate_session_id(session_id), 0, descending=False)[:1]
+        return self._decode(session_id, 0, rows[0][1]) if rows and rows[0][0] == 0 else None
+
+    def scan(self, session_id: str, *, on_event: Callable[[Event], None] | None = None) -> Scan:
+        events: list[Event] = []
+        problems: list[Problem] = []
+        refusal: Problem | None = None
+        kind: str | None = None
+        try:
+            for event in self.iter_events(session_id):
+                if on_event is None:
+                    events.append(event)
+                else:
+                    on_event(event)
+        except (CorruptLogError, UnreadableRecordError) as exc:
+            refusal = Problem(message=exc.detail)
+            problems.append(refusal)
+            kind = "unreadable" if isinstance(exc, UnreadableRecordError) else "corrupt"
+        return Scan(events=events, problems=problems, refusal=refusal, refusal_kind=kind)
+
+    def sessions(self) -> list[str]:
+        return [
+            str(row[0])
+            for row in self._query(
+                "SELECT session_id FROM turnlog_sessions WHERE tenant = current_user "
+                "ORDER BY session_id"
+            )
+        ]
+
+    def exists(self, session_id: str) -> bool:
+        rows = self._query(
+            "SELECT 1 FROM turnlog_sessions WHERE tenant = current_user AND session_id = %s",
+            (validate_session_id(session_id),),
+        )
+        return bool(rows)
+
+    def sweep_candidates(self) -> list[str]:
+        """Sessions whose tail facts show an open turn: an index look-up."""
+        return [
+            str(row[0])
+            for row in self._query(
+                "SELECT session_id FROM turnlog_sessions WHERE tenant = current_user "
+                "AND open_turn_seq IS NOT NULL ORDER BY session_id"
+            )
+        ]
+
+
+def store_from_url(url: str) -> PostgresStore:
+    """`postgresql://user:pass@host:port/db[?schema=NAME]`: the schema is
+    turnlog's own parameter; everything else goes to libpq as it is."""
+    base, _, query = url.partition("?")
+    schema = "public"
+    rest = []
+    for item in filter(None, query.split("&")):
+        key, _, value = item.partition("=")
+        if key == "schema":
+            schema = value
+        else:
+            rest.append(item)
+    dsn = base + ("?" + "&".join(rest) if rest else "")
+    return PostgresStore(dsn, schema=schema)
