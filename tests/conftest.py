@@ -1,4 +1,4 @@
-"""Shared fixtures: every store backend the contract runs against."""
+"""Shared fixtures: the stores tests run against, and a PostgreSQL server for them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from postgres_server import REQUIRE_ENV, postgres_dsn
 from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store
 
-BACKENDS = ["memory", "jsonl", "sqlite", "postgres"]
 _schemas = itertools.count()
 
 
@@ -43,9 +42,3 @@ def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest | None 
     # A schema of its own per test: the same server, no test sees another's rows.
     schema = f"t{os.getpid()}_{next(_schemas)}"
     return PostgresStore(request.getfixturevalue("postgres_url"), schema=schema)
-
-
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    with make_store(request.param, tmp_path, request) as backend:
-        yield backend

@@ -351,3 +351,18 @@ def test_every_command_and_option_is_documented() -> None:
                     assert opt in section, f"`turnlog {name}` option {opt} missing from docs/cli.md"
     for code in range(5):
         assert re.search(rf"^\|\s*{code}\s*\|", doc, re.M), f"exit code {code} undocumented"
+
+
+def test_ls_pages_through_a_store(tmp_path: Path) -> None:
+    for i in range(5):
+        turnlog.open(tmp_path / f"p{i}.jsonl", create=True).close()
+    seen: list[str] = []
+    after: list[str] = []
+    while True:
+        code, page = as_json("ls", "--store", str(tmp_path), "--limit", "2", *after)
+        assert code == 0
+        seen += [row["session_id"] for row in page["sessions"]]
+        if page["next_after"] is None:
+            break
+        after = ["--after", page["next_after"]]
+    assert seen == [f"p{i}" for i in range(5)]

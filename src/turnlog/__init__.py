@@ -57,7 +57,16 @@ from turnlog.fork import fork, fork_session
 from turnlog.log import Log, open
 from turnlog.recovery import Plan, interrupted, patch_dangling_tool_calls, plan
 from turnlog.revival import Revival, revive
-from turnlog.stores import Holder, JSONLStore, MemoryStore, Store, open_store
+from turnlog.stores import (
+    Holder,
+    JSONLStore,
+    MemoryStore,
+    SQLiteStore,
+    Store,
+    open_store,
+    register_backend,
+)
+from turnlog.transfer import copy_session, sweep, write_events
 from turnlog.triage import Inspection, Recovery, inspect, recover
 from turnlog.verdict import OwedCall, Verdict, verdict
 from turnlog.verify import Report, verify_session, verify_store
@@ -96,6 +105,7 @@ __all__ = [
     "Revival",
     "Risk",
     "RunRevived",
+    "SQLiteStore",
     "SeqConflictError",
     "Session",
     "SessionExistsError",
@@ -126,6 +136,7 @@ __all__ = [
     "Verdict",
     "WriteOrderError",
     "__version__",
+    "copy_session",
     "decode_event",
     "encode_event",
     "fold",
@@ -138,8 +149,11 @@ __all__ = [
     "patch_dangling_tool_calls",
     "plan",
     "recover",
+    "register_backend",
     "revive",
+    "sweep",
     "verdict",
     "verify_session",
     "verify_store",
+    "write_events",
 ]

@@ -186,12 +186,30 @@ def main() -> None:
 
 @main.command("ls")
 @store_option
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="At most N sessions (a page).",
+)
+@click.option(
+    "--after",
+    metavar="ID",
+    default=None,
+    help="Start after this session id (the last id of the previous page).",
+)
 @json_option
 @_reports_errors
-def ls_command(store_url: str | None, as_json: bool) -> None:
-    """List sessions: status, turns, events, last activity, owed calls."""
+def ls_command(store_url: str | None, limit: int | None, after: str | None, as_json: bool) -> None:
+    """List sessions: status, turns, events, last activity, owed calls.
+
+    Sessions come in id order; --limit and --after page through a large store.
+    """
     store = store_from_url(store_url)
-    ids = store.sessions()
+    ids = [sid for sid in store.sessions() if after is None or sid > after]
+    more = limit is not None and len(ids) > limit
+    ids = ids[:limit]
     console = _console()
     rows = []
     for session_id in _progress(console, ids, "reading session tails", as_json=as_json):
@@ -206,12 +224,15 @@ def ls_command(store_url: str | None, as_json: bool) -> None:
                 "owed_calls": len(found.owed_calls),
             }
         )
+    next_after = ids[-1] if more and ids else None
     if as_json:
-        _emit_json({"store": store.url, "sessions": rows})
+        _emit_json({"store": store.url, "sessions": rows, "next_after": next_after})
     else:
         from turnlog.render import render_sessions
 
         render_sessions(console, rows)
+        if next_after is not None:
+            console.print(f"more: turnlog ls --after {next_after} --limit {limit}")
 
 
 @main.command("inspect")

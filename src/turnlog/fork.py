@@ -80,8 +80,7 @@ def fork_session(
         while store.exists(f"{session_id}-fork-{n}"):
             n += 1
         new_id = f"{session_id}-fork-{n}"
-    forked = fork(events, at_seq, session_id=new_id, created_at=created_at)
-    with store.create(forked[0]) as writer:
-        if len(forked) > 1:
-            writer.append(forked[1:], expected_seq=1, sync=True)
+    from turnlog.transfer import write_events
+
+    write_events(store, fork(events, at_seq, session_id=new_id, created_at=created_at))
     return new_id

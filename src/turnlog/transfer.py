@@ -20,6 +20,34 @@ def _ignore(event: Event) -> None:
     pass
 
 
+def write_events(dest: Store, events: Iterable[Event]) -> int:
+    """Write a whole session of prebuilt events into a store as they are: the
+    same seq, ts, origin and content (for copy, fork and importers). The first
+    must be the `session` header; the session must not exist. Returns the count.
+
+    Nothing is checked or stamped here beyond what every store checks on
+    append (contiguous seqs, the limits), so what went in is what comes out.
+    """
+    stream = iter(events)
+    header = next(stream, None)
+    if header is None:
+        raise UsageError("no events to write: a session starts with its header")
+    count = 1
+    with dest.create(header) as writer:
+        batch: list[Event] = []
+        for event in stream:
+            batch.append(event)
+            if len(batch) == COPY_BATCH_EVENTS:
+                writer.append(batch, expected_seq=batch[0].seq, sync=False)
+                count += len(batch)
+                batch = []
+        if batch:
+            writer.append(batch, expected_seq=batch[0].seq, sync=False)
+            count += len(batch)
+        writer.sync()
+    return count
+
+
 class Copied(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str
     events: int
@@ -38,23 +66,7 @@ def copy_session(source: Store, session_id: str, dest: Store) -> Copied:
     # is refused before the destination holds a single event of it.
     if source.scan(session_id, on_event=_ignore).refusal is not None:
         source.read(session_id)  # raises the store's own refusal, located
-    events = source.iter_events(session_id)
-    header = next(events, None)
-    if header is None:
-        raise UsageError(f"session {session_id!r} holds no events to copy")
-    count = 1
-    with dest.create(header) as writer:
-        batch: list[Event] = []
-        for event in events:
-            batch.append(event)
-            if len(batch) == COPY_BATCH_EVENTS:
-                writer.append(batch, expected_seq=batch[0].seq, sync=False)
-                count += len(batch)
-                batch = []
-        if batch:
-            writer.append(batch, expected_seq=batch[0].seq, sync=False)
-            count += len(batch)
-        writer.sync()
+    count = write_events(dest, source.iter_events(session_id))
     # The copy reads back record for record as the source holds it.
     pairs = zip(source.iter_events(session_id), dest.iter_events(session_id), strict=False)
     checked = 0

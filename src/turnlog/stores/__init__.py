@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Final
 
 from turnlog.errors import SessionNotFoundError, UsageError
@@ -21,6 +22,7 @@ __all__ = [
     "Store",
     "StoreWriter",
     "open_store",
+    "register_backend",
     "resolve_session",
     "store_from_url",
 ]
@@ -31,40 +33,64 @@ DEFAULT_STORE: Final = "sessions"
 STORE_ENV: Final = "TURNLOG_STORE"
 
 
+#: A backend opens the store a URL of its scheme names.
+StoreOpener = Callable[[str], Store]
+_BACKENDS: dict[str, StoreOpener] = {}
+
+
+def register_backend(scheme: str, opener: StoreOpener) -> None:
+    """Make `scheme:...` URLs open stores with `opener(url)` (a third-party
+    backend registers itself this way; a later registration replaces one)."""
+    if not scheme.isidentifier():
+        raise UsageError(f"a URL scheme is a name, not {scheme!r}")
+    _BACKENDS[scheme] = opener
+
+
+def _open_sqlite(url: str) -> Store:
+    # As SQLAlchemy spells it: three slashes and a relative path, four for an
+    # absolute one.
+    if not url.startswith("sqlite:///") or len(url) == len("sqlite:///"):
+        raise UsageError(
+            f"{url!r} is not an SQLite store URL",
+            hint="write sqlite:///relative/file.db or sqlite:////absolute/file.db",
+        )
+    return SQLiteStore(url[len("sqlite:///") :])
+
+
+def _open_postgres(url: str) -> Store:
+    from turnlog.stores.postgres import store_from_url
+
+    return store_from_url(url)
+
+
+register_backend("jsonl", lambda url: JSONLStore(url[len("jsonl:") :]))
+register_backend("sqlite", _open_sqlite)
+register_backend("postgresql", _open_postgres)
+register_backend("postgres", _open_postgres)
+
+
 def open_store(
     target: str | os.PathLike[str] | Store, session_id: str | None = None
 ) -> tuple[Store, str | None]:
     """Resolve a target to a store and, where the target names one, a session id.
 
-    A `Store` is used as is; `path/to/<id>.jsonl` is that session in a JSONL
-    store on its directory; any other path (or `jsonl:PATH`) is a JSONL store
-    directory.
+    A `Store` is used as is; `scheme:...` goes to the backend registered for
+    the scheme (`jsonl:DIR`, `sqlite:///FILE`, `postgresql://...`);
+    `path/to/<id>.jsonl` is that session in a JSONL store on its directory;
+    any other path is a JSONL store directory.
     """
     if isinstance(target, Store):
         return target, session_id
     text = os.fspath(target)
     if "\0" in text:
         raise UsageError(f"{text!r} holds a NUL byte", hint="pass a path without NUL bytes")
-    if text.startswith("jsonl:"):
-        text = text[len("jsonl:") :]
-    elif text.startswith("sqlite:"):
-        # As SQLAlchemy spells it: three slashes and a relative path, four
-        # for an absolute one.
-        if not text.startswith("sqlite:///") or len(text) == len("sqlite:///"):
-            raise UsageError(
-                f"{text!r} is not an SQLite store URL",
-                hint="write sqlite:///relative/file.db or sqlite:////absolute/file.db",
-            )
-        return SQLiteStore(text[len("sqlite:///") :]), session_id
-    elif text.startswith(("postgresql://", "postgres://")):
-        from turnlog.stores.postgres import store_from_url as postgres_store
-
-        return postgres_store(text), session_id
-    elif "://" in text:
+    scheme, colon, _ = text.partition(":")
+    if colon and scheme in _BACKENDS:
+        return _BACKENDS[scheme](text), session_id
+    if colon and "://" in text:
         raise UsageError(
-            f"no store backend for {text!r} in this version",
-            hint="use a directory or jsonl:DIR (JSONL), a .jsonl file, sqlite:///FILE or "
-            "postgresql://…",
+            f"no store backend for {scheme!r} URLs",
+            hint=f"known schemes: {', '.join(sorted(_BACKENDS))}; or a directory or .jsonl file",
         )
     if text.endswith(SUFFIX) and not os.path.isdir(text):
         stem = os.path.basename(text)[: -len(SUFFIX)]
