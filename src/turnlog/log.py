@@ -568,13 +568,10 @@ def open(
 def _open_existing(store: Store, session_id: str, durability: Durability) -> Log:
     writer = store.writer(session_id, check="tail")
     try:
-        tail = writer.tail
-        if tail is not None:
-            return Log(store, writer, tail.fold(), whole=False, durability=durability)
-        events = writer.loaded_events
-        if events is None:
-            events = store.read(session_id)
-        return Log(store, writer, Fold(events), durability=durability)
+        # The tail the writer checked under its lock, or read now that it holds
+        # it: a writer that only appends never reads the whole log.
+        tail = writer.tail or store.read_tail(session_id)
+        return Log(store, writer, tail.fold(), whole=False, durability=durability)
     except BaseException:
         writer.close()
         raise

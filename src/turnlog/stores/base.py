@@ -81,12 +81,6 @@ class StoreWriter(abc.ABC):
         return None
 
     @property
-    def loaded_events(self) -> list[Event] | None:
-        """The events the writer had to read while opening, so a caller need
-        not read them again; None when it read none."""
-        return None
-
-    @property
     def tail(self) -> Tail | None:
         """The tail the writer read under its lock when opened with
         `check="tail"`, so a caller need not read it again."""

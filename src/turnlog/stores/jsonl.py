@@ -485,7 +485,6 @@ class _JSONLWriter(StoreWriter):
         *,
         size_bytes: int,
         next_seq: int,
-        events: list[Event] | None = None,
         tail: Tail | None = None,
         torn: TornTail | None = None,
     ) -> None:
@@ -500,7 +499,6 @@ class _JSONLWriter(StoreWriter):
         self._path = path
         self._size = size_bytes
         self._next_seq = next_seq
-        self._loaded = events
         self._tail = tail
         self._torn = torn
         self._dirty = False
@@ -513,11 +511,6 @@ class _JSONLWriter(StoreWriter):
     @property
     def torn_tail(self) -> TornTail | None:
         return self._torn
-
-    @property
-    def loaded_events(self) -> list[Event] | None:
-        events, self._loaded = self._loaded, None
-        return events
 
     @property
     def tail(self) -> Tail | None:
@@ -1102,14 +1095,13 @@ class JSONLStore(Store):
                 raise UnfinishedSessionError(
                     f"{path} holds no complete session header: a crash cut its creation short"
                 )
-            events: list[Event] | None = None
             tail: Tail | None = None
             if check == "full":
                 scan = _scan_fd(fd, end, checksummed=head.checksummed)
                 if scan.refusal is not None:
                     self._refuse(scan.refusal, session_id, scan)
-                torn, events = scan.torn, scan.events
-                next_seq = len(events)
+                torn = scan.torn
+                next_seq = len(scan.events)
                 valid_size = torn.offset if torn is not None else end
             else:
                 tail = self._read_tail(fd, session_id, live_writer_possible=False)
@@ -1126,7 +1118,6 @@ class JSONLStore(Store):
                 path,
                 size_bytes=valid_size,
                 next_seq=next_seq,
-                events=events,
                 tail=tail,
                 torn=torn,
             )
