@@ -25,7 +25,6 @@ from turnlog.errors import (
 from turnlog.events import Event
 from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
 from turnlog.stores.jsonl_record import decode_line, encode_line
-from turnlog.stores.sqlite import _facts
 
 if TYPE_CHECKING:
     import psycopg
@@ -95,6 +94,39 @@ def _translate(exc: Exception, action: str, where: str) -> TurnlogError:
     return StoreIOError(f"{action} {where}: {text}")
 
 
+# The append: move the session's next seq only if it is the expected one,
+# then insert the events only if it moved (none otherwise); returns the count.
+_APPEND: Final = """
+WITH moved AS (
+    UPDATE turnlog_sessions
+    SET next_seq = %s,
+        open_turn_seq = CASE WHEN %s THEN %s ELSE open_turn_seq END,
+        revivals = revivals + %s,
+        last_ts = %s
+    WHERE tenant = current_user AND session_id = %s AND next_seq = %s
+    RETURNING session_id
+), added AS (
+    INSERT INTO turnlog_events (session_id, seq, line, record)
+    SELECT moved.session_id, batch.seq, batch.line, batch.record::jsonb
+    FROM moved, unnest(%s::bigint[], %s::text[], %s::text[]) AS batch (seq, line, record)
+    RETURNING 1
+)
+SELECT count(*) FROM added
+"""
+
+
+def _turn_change(events: Sequence[Event]) -> tuple[int | None] | None:
+    """How these events move the open turn: None if they hold no turn
+    boundary, else the new open turn's start seq (None once it ended)."""
+    change: tuple[int | None] | None = None
+    for event in events:
+        if isinstance(event.data, ev.TurnStart):
+            change = (event.seq,)
+        elif isinstance(event.data, ev.TurnEnd):
+            change = (None,)
+    return change
+
+
 def _record(line: str) -> str:
     """The JSONB copy of a line, for queries: the record without its checksum.
     PostgreSQL's jsonb cannot hold U+0000, so it reads U+2400 there; the line
@@ -118,6 +150,7 @@ class _PostgresWriter(StoreWriter):
         self._connection: psycopg.Connection[Any] | None = connection
         self._next_seq = 0
         self._poisoned: BaseException | None = None
+        self._synchronous_commit = "on"
 
     @property
     def next_seq(self) -> int:
@@ -135,47 +168,52 @@ class _PostgresWriter(StoreWriter):
                     f"events must be contiguous: got seq {event.seq}, "
                     f"expected {expected_seq + offset}"
                 )
-        rows = []
+        seqs, lines, records = [], [], []
         for event in events:
             line = encode_line(event).decode()
-            rows.append((self._session_id, event.seq, line, _record(line)))
+            seqs.append(event.seq)
+            lines.append(line)
+            records.append(_record(line))
+        # The open turn after these events: None when they hold no boundary
+        # (the stored one stays), else (the new start seq or NULL,).
+        turn_change = _turn_change(events)
+        revivals = sum(isinstance(event.data, ev.RunRevived) for event in events)
+        mode = "on" if sync else "off"
         try:
-            with connection.transaction():
-                if not sync:
-                    # Kept by the server across a client crash; made durable
-                    # with the next synchronous commit.
-                    connection.execute("SET LOCAL synchronous_commit = off")
-                found = connection.execute(
-                    "SELECT next_seq, open_turn_seq FROM turnlog_sessions "
-                    "WHERE tenant = current_user AND session_id = %s FOR UPDATE",
-                    (self._session_id,),
-                ).fetchone()
-                if found is None or found[0] != expected_seq:
-                    actual = int(found[0]) if found is not None else 0
-                    raise SeqConflictError(
-                        f"session {self._session_id!r}: expected next seq {expected_seq}, "
-                        f"the store's next seq is {actual}",
-                        expected=expected_seq,
-                        actual=actual,
-                    )
-                open_turn, revivals = _facts(events, found[1])
-                with connection.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO turnlog_events (session_id, seq, line, record) "
-                        "VALUES (%s, %s, %s, %s::jsonb)",
-                        rows,
-                    )
-                connection.execute(
-                    "UPDATE turnlog_sessions SET next_seq = %s, open_turn_seq = %s, "
-                    "revivals = revivals + %s, last_ts = %s "
+            if mode != self._synchronous_commit:
+                # Off: kept by the server across a client crash, made durable
+                # by the next synchronous commit.
+                connection.execute(f"SET synchronous_commit = {mode}")
+                self._synchronous_commit = mode
+            # One statement, so one round trip and one implicit transaction:
+            # the seq check, the tail facts and the events move together.
+            inserted = connection.execute(
+                _APPEND,
+                (
+                    expected_seq + len(events),
+                    turn_change is not None,
+                    turn_change[0] if turn_change is not None else None,
+                    revivals,
+                    events[-1].ts if events else None,
+                    self._session_id,
+                    expected_seq,
+                    seqs,
+                    lines,
+                    records,
+                ),
+            ).fetchone()
+            if inserted is None or inserted[0] != len(events):
+                rows = self._store._query(
+                    "SELECT next_seq FROM turnlog_sessions "
                     "WHERE tenant = current_user AND session_id = %s",
-                    (
-                        expected_seq + len(events),
-                        open_turn,
-                        revivals,
-                        events[-1].ts if events else None,
-                        self._session_id,
-                    ),
+                    (self._session_id,),
+                )
+                actual = int(rows[0][0]) if rows else 0
+                raise SeqConflictError(
+                    f"session {self._session_id!r}: expected next seq {expected_seq}, "
+                    f"the store's next seq is {actual}",
+                    expected=expected_seq,
+                    actual=actual,
                 )
         except TurnlogError:
             raise
@@ -190,6 +228,7 @@ class _PostgresWriter(StoreWriter):
             # Any synchronous commit flushes the WAL up to it, and with it
             # every earlier asynchronous one.
             with self._connection.transaction():
+                self._connection.execute("SET LOCAL synchronous_commit = on")
                 self._connection.execute("SELECT txid_current()")
         except _driver().Error as exc:
             raise _translate(exc, "sync", self._store.url) from exc
