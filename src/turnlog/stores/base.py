@@ -10,6 +10,7 @@ from typing import Final
 
 import msgspec
 
+from turnlog import events as ev
 from turnlog.damage import Scan, TornTail
 from turnlog.errors import InvalidSessionIdError
 from turnlog.events import Event
@@ -34,6 +35,24 @@ def validate_session_id(session_id: object) -> str:
     if _SESSION_ID.fullmatch(session_id) is None:
         raise InvalidSessionIdError(f"session id {session_id!r} is not allowed")
     return session_id
+
+
+def tail_facts(events: Sequence[Event]) -> tuple[tuple[int | None] | None, int]:
+    """What appending these events does to a session's tail facts, for stores
+    that keep them beside the events: how the open turn moves (None if the
+    events hold no turn boundary, else the new open turn's start seq, None
+    once it ended) and how many revivals they add."""
+    change: tuple[int | None] | None = None
+    revivals = 0
+    for event in events:
+        data = event.data
+        if isinstance(data, ev.TurnStart):
+            change = (event.seq,)
+        elif isinstance(data, ev.TurnEnd):
+            change = (None,)
+        elif isinstance(data, ev.RunRevived):
+            revivals += 1
+    return change, revivals
 
 
 class Holder(msgspec.Struct, frozen=True, kw_only=True):

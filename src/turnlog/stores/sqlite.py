@@ -6,6 +6,7 @@ import fcntl
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final, NoReturn
 
@@ -25,7 +26,8 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Event
-from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
+from turnlog.stores.base import Holder, Store, StoreWriter, tail_facts, validate_session_id
+from turnlog.stores.jsonl import LOCK_RETRY_S
 from turnlog.stores.jsonl_record import decode_line, encode_line
 
 SCHEMA_VERSION: Final = 1
@@ -68,20 +70,6 @@ def _translate(exc: sqlite3.Error, action: str, where: str) -> TurnlogError:
             hint="check the path in the store URL; turnlog leaves the file as it is",
         )
     return StoreIOError(f"{action} {where}: {text}")
-
-
-def _facts(events: Sequence[Event], open_turn: int | None) -> tuple[int | None, int]:
-    """The open turn's start seq after these events, and the revivals among them."""
-    revivals = 0
-    for event in events:
-        data = event.data
-        if isinstance(data, ev.TurnStart):
-            open_turn = event.seq
-        elif isinstance(data, ev.TurnEnd):
-            open_turn = None
-        elif isinstance(data, ev.RunRevived):
-            revivals += 1
-    return open_turn, revivals
 
 
 class _SQLiteWriter(StoreWriter):
@@ -132,7 +120,8 @@ class _SQLiteWriter(StoreWriter):
                         expected=expected_seq,
                         actual=actual,
                     )
-                open_turn, revivals = _facts(events, found[1])
+                change, revivals = tail_facts(events)
+                open_turn = change[0] if change is not None else found[1]
                 connection.executemany(
                     "INSERT INTO events (session_id, seq, line) VALUES (?, ?, ?)", rows
                 )
@@ -250,14 +239,20 @@ class SQLiteStore(Store):
 
     def _take_lock(self, session_id: str) -> int:
         fd = self._lock_file(session_id)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise SessionLockedError(
-                f"session {session_id!r} in {self.url} is being written by another process"
-            ) from None
-        return fd
+        # An inspector's probe holds the lock shared for an instant: retry
+        # briefly before calling the session locked.
+        deadline = time.monotonic() + LOCK_RETRY_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise SessionLockedError(
+                        f"session {session_id!r} in {self.url} is being written by another process"
+                    ) from None
+                time.sleep(0.005)
 
     def lock_holder(self, session_id: str) -> Holder | None:
         fd = self._lock_file(session_id)
