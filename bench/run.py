@@ -1138,7 +1138,7 @@ def main() -> None:
         (
             "Append cost vs session length",
             lambda: bench_marginal(
-                [100, 1_000] if quick else [100, 10_000, 100_000], 2 if quick else 3
+                [100, 1_000] if quick else [100, 10_000, 100_000], 2 if quick else 5
             ),
         ),
         ("Load + fold", lambda: bench_load(10_000 if quick else 100_000, rounds)),

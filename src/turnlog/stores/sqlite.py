@@ -56,6 +56,9 @@ _SCHEMA: Final = (
 )
 
 
+_INSERT: Final = "INSERT INTO events (session_id, seq, line) VALUES (?, ?, ?)"
+
+
 def _translate(exc: sqlite3.Error, action: str, where: str) -> TurnlogError:
     """The one place driver errors of this store become turnlog errors."""
     text = str(exc)
@@ -106,13 +109,30 @@ class _SQLiteWriter(StoreWriter):
             if mode != self._synchronous:
                 connection.execute(f"PRAGMA synchronous={mode}")
                 self._synchronous = mode
+            change, revivals = tail_facts(events)
             connection.execute("BEGIN IMMEDIATE")
             try:
-                found = connection.execute(
-                    "SELECT next_seq, open_turn_seq FROM sessions WHERE session_id = ?",
-                    (self._session_id,),
-                ).fetchone()
-                if found is None or found[0] != expected_seq:
+                # The seq check and the tail facts in one statement: the row
+                # moves only if the session's next seq is the expected one.
+                moved = connection.execute(
+                    "UPDATE sessions SET next_seq = ?, "
+                    "open_turn_seq = CASE WHEN ? THEN ? ELSE open_turn_seq END, "
+                    "revivals = revivals + ?, last_ts = ? "
+                    "WHERE session_id = ? AND next_seq = ?",
+                    (
+                        expected_seq + len(events),
+                        change is not None,
+                        change[0] if change is not None else None,
+                        revivals,
+                        events[-1].ts if events else None,
+                        self._session_id,
+                        expected_seq,
+                    ),
+                ).rowcount
+                if moved != 1:
+                    found = connection.execute(
+                        "SELECT next_seq FROM sessions WHERE session_id = ?", (self._session_id,)
+                    ).fetchone()
                     actual = found[0] if found is not None else 0
                     raise SeqConflictError(
                         f"session {self._session_id!r}: expected next seq {expected_seq}, "
@@ -120,22 +140,10 @@ class _SQLiteWriter(StoreWriter):
                         expected=expected_seq,
                         actual=actual,
                     )
-                change, revivals = tail_facts(events)
-                open_turn = change[0] if change is not None else found[1]
-                connection.executemany(
-                    "INSERT INTO events (session_id, seq, line) VALUES (?, ?, ?)", rows
-                )
-                connection.execute(
-                    "UPDATE sessions SET next_seq = ?, open_turn_seq = ?, "
-                    "revivals = revivals + ?, last_ts = ? WHERE session_id = ?",
-                    (
-                        expected_seq + len(events),
-                        open_turn,
-                        revivals,
-                        events[-1].ts if events else None,
-                        self._session_id,
-                    ),
-                )
+                if len(rows) == 1:
+                    connection.execute(_INSERT, rows[0])
+                else:
+                    connection.executemany(_INSERT, rows)
             except BaseException:
                 connection.rollback()
                 raise
