@@ -1089,7 +1089,7 @@ A SQLite append also updates the session's tail-facts row in the same
 transaction (the issue asks for it), one more B-tree page in every WAL
 commit beside the bare INSERT's one. The marginal-append rows time 200
 appends of a few µs each per round: across runs here the 100,000 point
-measured 0.97×, 1.57× and 1.67× its 100 point with min-max spreads of 2×,
+measured 0.97×, 1.57×, 1.67× and (with five rounds) 1.03× its 100 point with min-max spreads of 2×,
 and an in-process check found 7.6-11.5 µs at 100,000 against 6.9-9.0 µs at
 100: at most a small effect, inside the noise of this disk.
 """

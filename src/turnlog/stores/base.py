@@ -11,8 +11,8 @@ from typing import Final
 import msgspec
 
 from turnlog import events as ev
-from turnlog.damage import Scan, TornTail
-from turnlog.errors import InvalidSessionIdError
+from turnlog.damage import Problem, Scan, TornTail
+from turnlog.errors import CorruptLogError, InvalidSessionIdError, UnreadableRecordError
 from turnlog.events import Event
 from turnlog.tail import Tail, collect_tail
 
@@ -171,17 +171,21 @@ class Store(abc.ABC):
         return None
 
     def scan(self, session_id: str, *, on_event: Callable[[Event], None] | None = None) -> Scan:
-        """Read every record and report every problem, never modifying anything.
-
-        With `on_event`, each valid event goes to it and is not kept. Stores
-        that keep raw records override this to check them.
-        """
-        events = self.read(session_id)
-        if on_event is None:
-            return Scan(events=events, problems=[])
-        for event in events:
-            on_event(event)
-        return Scan(events=[], problems=[])
+        """Read every record and report the first that stops a reader, never
+        modifying anything. With `on_event`, each valid event goes to it and
+        is not kept. A store with torn tails (JSONL) overrides this."""
+        events: list[Event] = []
+        try:
+            for event in self.iter_events(session_id):
+                if on_event is None:
+                    events.append(event)
+                else:
+                    on_event(event)
+        except (CorruptLogError, UnreadableRecordError) as exc:
+            refusal = Problem(message=exc.detail)
+            kind = "unreadable" if isinstance(exc, UnreadableRecordError) else "corrupt"
+            return Scan(events=events, problems=[refusal], refusal=refusal, refusal_kind=kind)
+        return Scan(events=events, problems=[])
 
     def iter_events(self, session_id: str) -> Iterator[Event]:
         """Every valid event, oldest first. Stores override this to stream, so

@@ -5,14 +5,11 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from turnlog import events as ev
-from turnlog.damage import Problem, Scan
 from turnlog.errors import (
-    CorruptLogError,
-    FormatError,
     LogPoisonedError,
     SeqConflictError,
     SessionExistsError,
@@ -20,13 +17,13 @@ from turnlog.errors import (
     SessionNotFoundError,
     StoreIOError,
     TurnlogError,
-    UnreadableRecordError,
     UsageError,
 )
 from turnlog.events import Event
 from turnlog.stores.base import Holder, Store, StoreWriter, tail_facts, validate_session_id
 from turnlog.stores.jsonl import LOCK_RETRY_S
-from turnlog.stores.jsonl_record import decode_line, encode_line
+from turnlog.stores.jsonl_record import encode_line
+from turnlog.stores.rows import decode_row, refuse_gap
 
 if TYPE_CHECKING:
     import psycopg
@@ -446,30 +443,6 @@ class PostgresStore(Store):
 
     # -- reading -------------------------------------------------------------------
 
-    def _decode(self, session_id: str, seq: int, line: str) -> Event:
-        """One stored line, checked as a JSONL reader checks it."""
-        try:
-            event, _ = decode_line(line.rstrip("\n").encode(), checksummed=True)
-        except UnreadableRecordError as exc:
-            raise UnreadableRecordError(
-                f"session {session_id!r} seq {seq}: {exc.detail}", path=self.url
-            ) from exc
-        except FormatError as exc:
-            raise CorruptLogError(
-                f"session {session_id!r} seq {seq}: {exc.detail}", path=self.url
-            ) from exc
-        if event.seq != seq:
-            raise CorruptLogError(
-                f"session {session_id!r}: the record stored as seq {seq} says seq {event.seq}",
-                path=self.url,
-            )
-        return event
-
-    def _gap(self, session_id: str, expected: int, seq: int) -> NoReturn:
-        raise CorruptLogError(
-            f"session {session_id!r}: seq {seq} where {expected} was expected", path=self.url
-        )
-
     def _page(self, session_id: str, bound: int, *, descending: bool) -> list[tuple[Any, ...]]:
         comparison, order = ("<=", "DESC") if descending else (">=", "ASC")
         return self._query(
@@ -485,8 +458,8 @@ class PostgresStore(Store):
         while page := self._page(session_id, expected, descending=False):
             for seq, line in page:
                 if seq != expected:
-                    self._gap(session_id, expected, seq)
-                yield self._decode(session_id, seq, line)
+                    refuse_gap(self.url, session_id, expected, seq)
+                yield decode_row(self.url, session_id, seq, line)
                 expected += 1
 
     def iter_newest_first(self, session_id: str) -> Iterator[Event]:
@@ -495,8 +468,8 @@ class PostgresStore(Store):
         while bound >= 0 and (page := self._page(session_id, bound, descending=True)):
             for seq, line in page:
                 if expected is not None and seq != expected:
-                    self._gap(session_id, expected, seq)
-                yield self._decode(session_id, seq, line)
+                    refuse_gap(self.url, session_id, expected, seq)
+                yield decode_row(self.url, session_id, seq, line)
                 expected = seq - 1
             bound = int(page[-1][0]) - 1
 
@@ -507,24 +480,7 @@ class PostgresStore(Store):
 
     def read_header(self, session_id: str) -> Event | None:
         rows = self._page(validate_session_id(session_id), 0, descending=False)[:1]
-        return self._decode(session_id, 0, rows[0][1]) if rows and rows[0][0] == 0 else None
-
-    def scan(self, session_id: str, *, on_event: Callable[[Event], None] | None = None) -> Scan:
-        events: list[Event] = []
-        problems: list[Problem] = []
-        refusal: Problem | None = None
-        kind: str | None = None
-        try:
-            for event in self.iter_events(session_id):
-                if on_event is None:
-                    events.append(event)
-                else:
-                    on_event(event)
-        except (CorruptLogError, UnreadableRecordError) as exc:
-            refusal = Problem(message=exc.detail)
-            problems.append(refusal)
-            kind = "unreadable" if isinstance(exc, UnreadableRecordError) else "corrupt"
-        return Scan(events=events, problems=problems, refusal=refusal, refusal_kind=kind)
+        return decode_row(self.url, session_id, 0, rows[0][1]) if rows and rows[0][0] == 0 else None
 
     def sessions(self) -> list[str]:
         return [

@@ -7,14 +7,11 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Final, NoReturn
+from collections.abc import Iterator, Sequence
+from typing import Final
 
 from turnlog import events as ev
-from turnlog.damage import Problem, Scan
 from turnlog.errors import (
-    CorruptLogError,
-    FormatError,
     LogPoisonedError,
     SeqConflictError,
     SessionExistsError,
@@ -22,13 +19,13 @@ from turnlog.errors import (
     SessionNotFoundError,
     StoreIOError,
     TurnlogError,
-    UnreadableRecordError,
     UsageError,
 )
 from turnlog.events import Event
 from turnlog.stores.base import Holder, Store, StoreWriter, tail_facts, validate_session_id
 from turnlog.stores.jsonl import LOCK_RETRY_S
-from turnlog.stores.jsonl_record import decode_line, encode_line
+from turnlog.stores.jsonl_record import encode_line
+from turnlog.stores.rows import decode_row, refuse_gap
 
 SCHEMA_VERSION: Final = 1
 # How long a writer waits for another connection's write transaction.
@@ -337,33 +334,6 @@ class SQLiteStore(Store):
 
     # -- reading -------------------------------------------------------------------
 
-    def _decode(self, session_id: str, seq: int, line: object) -> Event:
-        """One stored line, checked as a JSONL reader checks it; a damaged or
-        unreadable one refuses the session (a database has no torn tail)."""
-        if isinstance(line, str):
-            line = line.encode("utf-8", "surrogateescape")  # edited by hand as text
-        if not isinstance(line, bytes):
-            raise CorruptLogError(
-                f"session {session_id!r} seq {seq}: a {type(line).__name__}, not a record",
-                path=self.url,
-            )
-        try:
-            event, _ = decode_line(line.rstrip(b"\n"), checksummed=True)
-        except UnreadableRecordError as exc:
-            raise UnreadableRecordError(
-                f"session {session_id!r} seq {seq}: {exc.detail}", path=self.url
-            ) from exc
-        except FormatError as exc:
-            raise CorruptLogError(
-                f"session {session_id!r} seq {seq}: {exc.detail}", path=self.url
-            ) from exc
-        if event.seq != seq:
-            raise CorruptLogError(
-                f"session {session_id!r}: the record stored as seq {seq} says seq {event.seq}",
-                path=self.url,
-            )
-        return event
-
     def _rows(self, session_id: str, *, descending: bool = False) -> Iterator[tuple[int, object]]:
         order = "DESC" if descending else "ASC"
         try:
@@ -381,20 +351,15 @@ class SQLiteStore(Store):
             raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
         for expected, (seq, line) in enumerate(self._rows(session_id)):
             if seq != expected:
-                self._gap(session_id, expected, seq)
-            yield self._decode(session_id, seq, line)
-
-    def _gap(self, session_id: str, expected: int, seq: int) -> NoReturn:
-        raise CorruptLogError(
-            f"session {session_id!r}: seq {seq} where {expected} was expected", path=self.url
-        )
+                refuse_gap(self.url, session_id, expected, seq)
+            yield decode_row(self.url, session_id, seq, line)
 
     def iter_newest_first(self, session_id: str) -> Iterator[Event]:
         expected: int | None = None
         for seq, line in self._rows(session_id, descending=True):
             if expected is not None and seq != expected:
-                self._gap(session_id, expected, seq)
-            yield self._decode(session_id, seq, line)
+                refuse_gap(self.url, session_id, expected, seq)
+            yield decode_row(self.url, session_id, seq, line)
             expected = seq - 1
 
     def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
@@ -407,24 +372,7 @@ class SQLiteStore(Store):
             "SELECT line FROM events WHERE session_id = ? AND seq = 0",
             (validate_session_id(session_id),),
         )
-        return self._decode(session_id, 0, rows[0][0]) if rows else None
-
-    def scan(self, session_id: str, *, on_event: Callable[[Event], None] | None = None) -> Scan:
-        events: list[Event] = []
-        problems: list[Problem] = []
-        refusal: Problem | None = None
-        kind: str | None = None
-        try:
-            for event in self.iter_events(session_id):
-                if on_event is None:
-                    events.append(event)
-                else:
-                    on_event(event)
-        except (CorruptLogError, UnreadableRecordError) as exc:
-            refusal = Problem(message=exc.detail)
-            problems.append(refusal)
-            kind = "unreadable" if isinstance(exc, UnreadableRecordError) else "corrupt"
-        return Scan(events=events, problems=problems, refusal=refusal, refusal_kind=kind)
+        return decode_row(self.url, session_id, 0, rows[0][0]) if rows else None
 
     def sessions(self) -> list[str]:
         return sorted(str(row[0]) for row in self._query("SELECT session_id FROM sessions"))
