@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -20,10 +19,11 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Event
-from turnlog.stores.base import Holder, Store, StoreWriter, tail_facts, validate_session_id
+from turnlog.stores.base import Holder, StoreWriter, tail_facts, validate_session_id
 from turnlog.stores.jsonl import LOCK_RETRY_S
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.rows import decode_row, refuse_gap
+from turnlog.stores.sql import SQLStore
 
 if TYPE_CHECKING:
     import psycopg
@@ -251,7 +251,7 @@ class _PostgresWriter(StoreWriter):
             connection.close()
 
 
-class PostgresStore(Store):
+class PostgresStore(SQLStore):
     """Sessions in PostgreSQL tables (`turnlog_sessions`, `turnlog_events`), in
     `schema` (default `public`). Each writer holds a session-scoped advisory
     lock keyed on its tenant and session id: a killed worker's lock goes with
@@ -264,7 +264,7 @@ class PostgresStore(Store):
         self.dsn = dsn
         self.schema = schema
         self.url = _redact(dsn) + ("" if schema == "public" else f"?schema={schema}")
-        self._local = threading.local()
+        super().__init__()
         self._initialized = False
 
     # -- connections ---------------------------------------------------------------
@@ -314,28 +314,11 @@ class PostgresStore(Store):
                 )
         self._initialized = True
 
-    @property
-    def _reader(self) -> psycopg.Connection[Any]:
-        connection = getattr(self._local, "connection", None)
-        if connection is None or connection.closed:
-            connection = self._connect()
-            self._local.connection = connection
-        return connection
+    def _driver_errors(self) -> type[Exception]:
+        return _driver().Error  # type: ignore[no-any-return]
 
-    def _query(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        try:
-            return list(self._reader.execute(sql, parameters).fetchall())
-        except _driver().Error as exc:
-            raise _translate(exc, "read", self.url) from exc
-
-    def init(self) -> None:
-        self._query("SELECT 1")
-
-    def close(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            connection.close()
-            self._local.connection = None
+    def _translate(self, exc: Exception, action: str) -> TurnlogError:
+        return _translate(exc, action, self.url)
 
     # -- locks ---------------------------------------------------------------------
 
@@ -472,11 +455,6 @@ class PostgresStore(Store):
                 yield decode_row(self.url, session_id, seq, line)
                 expected = seq - 1
             bound = int(page[-1][0]) - 1
-
-    def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
-        if from_seq < 0:
-            raise UsageError(f"from_seq must be >= 0, not {from_seq}")
-        return list(self.iter_events(session_id))[from_seq:]
 
     def read_header(self, session_id: str) -> Event | None:
         rows = self._page(validate_session_id(session_id), 0, descending=False)[:1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Final
@@ -22,10 +21,11 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Event
-from turnlog.stores.base import Holder, Store, StoreWriter, tail_facts, validate_session_id
+from turnlog.stores.base import Holder, StoreWriter, tail_facts, validate_session_id
 from turnlog.stores.jsonl import LOCK_RETRY_S
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.rows import decode_row, refuse_gap
+from turnlog.stores.sql import SQLStore
 
 SCHEMA_VERSION: Final = 1
 # How long a writer waits for another connection's write transaction.
@@ -165,7 +165,7 @@ class _SQLiteWriter(StoreWriter):
             os.close(fd)  # releases the session's lock
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLStore):
     """Sessions in one SQLite database (WAL). Liveness is an OS lock on a small
     file per session beside the database, so it dies with its process."""
 
@@ -175,7 +175,7 @@ class SQLiteStore(Store):
             raise UsageError(f"database path {self.path!r} holds a NUL byte")
         self.url = f"sqlite:///{self.path}"
         self._locks_dir = self.path + ".locks"
-        self._local = threading.local()
+        super().__init__()
         self._initialized = False
 
     # -- connections ---------------------------------------------------------------
@@ -212,28 +212,12 @@ class SQLiteStore(Store):
         connection.commit()
         self._initialized = True
 
-    @property
-    def _reader(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._connect()
-            self._local.connection = connection
-        return connection
+    def _driver_errors(self) -> type[Exception]:
+        return sqlite3.Error
 
-    def _query(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-        try:
-            return list(self._reader.execute(sql, parameters).fetchall())
-        except sqlite3.Error as exc:
-            raise _translate(exc, "read", self.url) from exc
-
-    def init(self) -> None:
-        self._query("SELECT 1")
-
-    def close(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            connection.close()
-            self._local.connection = None
+    def _translate(self, exc: Exception, action: str) -> TurnlogError:
+        assert isinstance(exc, sqlite3.Error)
+        return _translate(exc, action, self.url)
 
     # -- locks ---------------------------------------------------------------------
 
@@ -326,7 +310,7 @@ class SQLiteStore(Store):
             else:
                 self.read_tail(session_id)
             row = self._query("SELECT next_seq FROM sessions WHERE session_id = ?", (session_id,))
-            next_seq = int(row[0][0])  # type: ignore[call-overload]
+            next_seq = int(row[0][0])
             return _SQLiteWriter(self, session_id, lock_fd, next_seq)
         except BaseException:
             os.close(lock_fd)
@@ -361,11 +345,6 @@ class SQLiteStore(Store):
                 refuse_gap(self.url, session_id, expected, seq)
             yield decode_row(self.url, session_id, seq, line)
             expected = seq - 1
-
-    def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
-        if from_seq < 0:
-            raise UsageError(f"from_seq must be >= 0, not {from_seq}")
-        return list(self.iter_events(session_id))[from_seq:]
 
     def read_header(self, session_id: str) -> Event | None:
         rows = self._query(
