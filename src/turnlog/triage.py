@@ -24,8 +24,6 @@ from turnlog.verdict import OwedCall, Verdict, decide
 
 DEFAULT_MAX_REVIVALS: Final = 3
 
-STATUSES: Final = ("running", "interrupted", "idle", "finished", "empty", "unreadable", "corrupt")
-
 
 class OpenTurnRef(msgspec.Struct, frozen=True, kw_only=True):
     seq: int

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import msgspec
 
 from turnlog import events as ev
@@ -56,14 +54,6 @@ class EventChecker:
 
     def problems(self) -> list[Problem]:
         return [*self._problems, *(Problem(message=w) for w in self._fold.warnings)]
-
-
-def check_events(events: Sequence[Event]) -> list[Problem]:
-    """Every problem `EventChecker` finds in `events`."""
-    checker = EventChecker()
-    for event in events:
-        checker.feed(event)
-    return checker.problems()
 
 
 def verify_session(

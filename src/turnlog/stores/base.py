@@ -99,11 +99,14 @@ class StoreWriter(abc.ABC):
         """The torn tail quarantined when this writer opened, if any."""
         return None
 
+    # Set by a store that read the tail under the writer's lock.
+    _tail: Tail | None = None
+
     @property
     def tail(self) -> Tail | None:
         """The tail the writer read under its lock when opened with
         `check="tail"`, so a caller need not read it again."""
-        return None
+        return self._tail
 
     @property
     @abc.abstractmethod

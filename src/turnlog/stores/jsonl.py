@@ -512,10 +512,6 @@ class _JSONLWriter(StoreWriter):
     def torn_tail(self) -> TornTail | None:
         return self._torn
 
-    @property
-    def tail(self) -> Tail | None:
-        return self._tail
-
     def _require_fd(self) -> int:
         if self._poisoned is not None:
             raise LogPoisonedError(f"{self._path}: an earlier sync failed ({self._poisoned})")

@@ -305,13 +305,15 @@ class SQLiteStore(SQLStore):
         lock_fd = self._lock_file(session_id) if force else self._take_lock(session_id)
         try:
             # The same checks a JSONL writer makes, on the records it reads.
+            tail = None
             if check == "full":
                 self.read(session_id)
             else:
-                self.read_tail(session_id)
+                tail = self.read_tail(session_id)
             row = self._query("SELECT next_seq FROM sessions WHERE session_id = ?", (session_id,))
-            next_seq = int(row[0][0])
-            return _SQLiteWriter(self, session_id, lock_fd, next_seq)
+            writer = _SQLiteWriter(self, session_id, lock_fd, int(row[0][0]))
+            writer._tail = tail
+            return writer
         except BaseException:
             os.close(lock_fd)
             raise
