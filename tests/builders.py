@@ -8,6 +8,7 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog.events import Event, ToolCall
+from turnlog.stores.base import Store
 
 TS = "2026-11-29T12:00:00.000000Z"
 
@@ -59,3 +60,24 @@ def json_roundtrip(events: list[Event]) -> list[Event]:
     """Through plain JSON and back: enums become strings, structs dicts."""
     raw = msgspec.json.encode([ev.to_builtins(e) for e in events])
     return [ev.decode_event(msgspec.json.encode(obj)) for obj in msgspec.json.decode(raw)]
+
+
+def crashed_session(session_id: str) -> list[Event]:
+    """A session that crashed with `a` dispatched and `b` not: R1 and R2."""
+    events = number(
+        [
+            ev.UserMessage(content=f"pay for {session_id}"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("a", "pay"), call("b", "ls")),
+            dispatch("a", "pay"),
+        ]
+    )
+    header = msgspec.structs.replace(events[0], data=ev.Session(session_id=session_id))
+    return [header, *events[1:]]
+
+
+def put(store: Store, events: list[Event]) -> None:
+    """Write a whole session into a store as it is."""
+    with store.create(events[0]) as writer:
+        writer.append(events[1:], expected_seq=1, sync=False)

@@ -11,13 +11,12 @@ import sys
 import time
 from collections.abc import Iterator
 
-import msgspec
 import pytest
 
 import turnlog
-from builders import assistant, call, dispatch, number, step_start, turn_start
+from builders import crashed_session, put
+from entry_point import cli
 from turnlog import events as ev
-from turnlog.events import Event
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -32,42 +31,9 @@ def url(postgres_url: str) -> Iterator[str]:
     yield f"{postgres_url}?schema=p{os.getpid()}_{next(_names)}"
 
 
-def crashed(session_id: str) -> list[Event]:
-    events = number(
-        [
-            ev.UserMessage(content=f"pay for {session_id}"),
-            turn_start(1),
-            step_start(1, 1),
-            assistant(call("a", "pay"), call("b", "ls")),
-            dispatch("a", "pay"),
-        ]
-    )
-    return [
-        msgspec.structs.replace(events[0], data=ev.Session(session_id=session_id)),
-        *events[1:],
-    ]
-
-
-def put(store: turnlog.Store, events: list[Event]) -> None:
-    with store.create(events[0]) as writer:
-        writer.append(events[1:], expected_seq=1, sync=False)
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "turnlog", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stdout, done.stderr
-
-
 def test_the_cli_works_on_postgres(url: str) -> None:
     store, _ = turnlog.open_store(url)
-    put(store, crashed("s1"))
+    put(store, crashed_session("s1"))
     code, out, _ = cli("inspect", "s1", "--store", url, "--json")
     found = json.loads(out)
     assert code == 0 and found["status"] == "interrupted"
@@ -179,9 +145,9 @@ print(json.dumps([s.session_id for s in sweep(store) if s.action == "recovered"]
 def test_four_sweepers_over_two_hundred_crashed_sessions(url: str) -> None:
     store, _ = turnlog.open_store(url)
     for i in range(200):
-        put(store, crashed(f"s{i:03d}"))
+        put(store, crashed_session(f"s{i:03d}"))
     for i in range(20):
-        events = crashed(f"fine{i:02d}")[:2]
+        events = crashed_session(f"fine{i:02d}")[:2]
         put(store, events)
     assert len(store.sweep_candidates()) == 200
     sweepers = [
@@ -218,7 +184,7 @@ def test_a_tenant_cannot_see_count_append_to_or_sweep_another(url: str, postgres
     as_b = base.replace("postgres@", "tenant_b@") + "?" + query
     store_a, _ = turnlog.open_store(as_a)
     store_b, _ = turnlog.open_store(as_b)
-    put(store_a, crashed("secret"))
+    put(store_a, crashed_session("secret"))
     assert store_a.sessions() == ["secret"]
     assert store_b.sessions() == [] and not store_b.exists("secret")
     assert store_b.sweep_candidates() == []

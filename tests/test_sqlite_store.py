@@ -14,6 +14,7 @@ import pytest
 
 import turnlog
 from builders import assistant, call, dispatch, number, step_start, turn_start
+from entry_point import cli
 from turnlog import events as ev
 from turnlog.stores import SQLiteStore, open_store
 
@@ -26,18 +27,6 @@ CRASHED = number(
         dispatch("a", "pay"),
     ]
 )
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "turnlog", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stdout, done.stderr
 
 
 def test_urls_name_the_database_as_sqlalchemy_does(

@@ -11,37 +11,12 @@ import msgspec
 import pytest
 
 import turnlog
-from builders import assistant, call, dispatch, number, step_start, turn_start
+from builders import assistant, crashed_session, number, put, turn_start
 from conftest import make_store
+from entry_point import cli
 from turnlog import events as ev
 from turnlog.events import Event
 from turnlog.stores import JSONLStore, SQLiteStore, Store
-
-
-def cli(*args: str, stdin: int | None = subprocess.DEVNULL) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "turnlog", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=stdin,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stdout, done.stderr
-
-
-def crashed(session_id: str) -> list[Event]:
-    events = number(
-        [
-            ev.UserMessage(content=f"pay for {session_id}"),
-            turn_start(1),
-            step_start(1, 1),
-            assistant(call("a", "pay"), call("b", "ls")),
-            dispatch("a", "pay"),
-        ]
-    )
-    header = msgspec.structs.replace(events[0], data=ev.Session(session_id=session_id))
-    return [header, *events[1:]]
 
 
 def finished(session_id: str) -> list[Event]:
@@ -57,11 +32,6 @@ def finished(session_id: str) -> list[Event]:
     return [header, *events[1:]]
 
 
-def put(store: Store, events: list[Event]) -> None:
-    with store.create(events[0]) as writer:
-        writer.append(events[1:], expected_seq=1, sync=False)
-
-
 def url(store: Store) -> str:
     return store.url if isinstance(store, SQLiteStore) else f"jsonl:{store.url}"
 
@@ -72,7 +42,7 @@ def url(store: Store) -> str:
 def test_copy_round_trips_byte_for_byte_through_sqlite(tmp_path: Path) -> None:
     files = JSONLStore(tmp_path / "files")
     for i in range(3):
-        put(files, crashed(f"c{i}"))
+        put(files, crashed_session(f"c{i}"))
     turnlog.recover(files, "c1")
     database = SQLiteStore(tmp_path / "s.db")
     code, out, err = cli("copy", url(files), url(database), "--json")
@@ -90,7 +60,7 @@ def test_copy_round_trips_byte_for_byte_through_sqlite(tmp_path: Path) -> None:
 
 def test_copy_refuses_a_damaged_source(tmp_path: Path) -> None:
     files = JSONLStore(tmp_path / "files")
-    put(files, crashed("c0"))
+    put(files, crashed_session("c0"))
     path = tmp_path / "files" / "c0.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     lines[2] = lines[2].replace(b"turn", b"TURN")
@@ -119,10 +89,10 @@ def test_sweep_recovers_the_crashed_and_tells_why_it_skipped_the_rest(
 ) -> None:
     store = make_store(kind, tmp_path)
     for i in range(5):
-        put(store, crashed(f"crash{i}"))
+        put(store, crashed_session(f"crash{i}"))
     for i in range(3):
         put(store, finished(f"done{i}"))
-    put(store, crashed("live"))
+    put(store, crashed_session("live"))
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, url(store), "live"],
         stdin=subprocess.PIPE,
@@ -151,7 +121,7 @@ def test_sweep_recovers_the_crashed_and_tells_why_it_skipped_the_rest(
 
 def test_sweep_skips_recent_sessions_and_revives_within_the_cap(tmp_path: Path) -> None:
     store = JSONLStore(tmp_path)
-    put(store, crashed("old"))
+    put(store, crashed_session("old"))
     with turnlog.open(store, "recent") as log:
         log.user("now")
         log.append(ev.TurnStart(turn=1, revivals=0))
@@ -178,7 +148,7 @@ print(json.dumps([s.session_id for s in done if s.action == "recovered"]))
 def test_four_sweepers_at_once_repair_each_session_once(tmp_path: Path, kind: str) -> None:
     store = make_store(kind, tmp_path)
     for i in range(60):
-        put(store, crashed(f"s{i:02d}"))
+        put(store, crashed_session(f"s{i:02d}"))
     sweepers = [
         subprocess.Popen(
             [sys.executable, "-c", SWEEPER, url(store)], stdout=subprocess.PIPE, text=True

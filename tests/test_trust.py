@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import turnlog
 from builders import assistant, call, dispatch, number, result, step_end, step_start, turn_start
+from entry_point import cli
 from turnlog import events as ev
 from turnlog import providers
 from turnlog.events import MAX_LINE_BYTES, MAX_NESTING_DEPTH, Event
@@ -30,19 +31,6 @@ from turnlog.stores import JSONLStore, MemoryStore
 from turnlog.stores.jsonl_record import encode_line
 
 SHARED_FORMATS = Path(__file__).resolve().parents[2] / "shared" / "formats"
-
-
-def cli(*args: str, timeout_s: float = 60) -> tuple[int, str, str]:
-    """The real entry point, as a process."""
-    done = subprocess.run(
-        [sys.executable, "-m", "turnlog", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        stdin=subprocess.DEVNULL,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stdout, done.stderr
 
 
 def write_session(path: Path, items: list[ev.EventData]) -> list[Event]:
