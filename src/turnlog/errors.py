@@ -169,7 +169,7 @@ class InvalidSessionIdError(UsageError):
 
     hint = (
         "session ids are 1-128 characters of letters, digits, '.', '_' and '-', "
-        "not starting with '.'"
+        "not starting with '.'; a subagent's is '<parent id>.agents/<agent id>'"
     )
 
 

@@ -7,7 +7,15 @@ from collections.abc import Callable
 from typing import Final
 
 from turnlog.errors import SessionNotFoundError, UsageError
-from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
+from turnlog.stores.base import (
+    AGENTS_SUFFIX,
+    Holder,
+    Store,
+    StoreWriter,
+    child_session_id,
+    parent_session_id,
+    validate_session_id,
+)
 from turnlog.stores.jsonl import SUFFIX, JSONLStore
 from turnlog.stores.memory import MemoryStore
 from turnlog.stores.sqlite import SQLiteStore
@@ -21,7 +29,9 @@ __all__ = [
     "SQLiteStore",
     "Store",
     "StoreWriter",
+    "child_session_id",
     "open_store",
+    "parent_session_id",
     "register_backend",
     "resolve_session",
     "store_from_url",
@@ -93,20 +103,32 @@ def open_store(
             hint=f"known schemes: {', '.join(sorted(_BACKENDS))}; or a directory or .jsonl file",
         )
     if text.endswith(SUFFIX) and not os.path.isdir(text):
-        stem = os.path.basename(text)[: -len(SUFFIX)]
+        directory, stem = os.path.split(text)
+        stem = stem[: -len(SUFFIX)]
+        # A subagent's file sits in `<parent>.agents/`: its store is the
+        # root's directory and its id names the whole path from there.
+        while directory.endswith(AGENTS_SUFFIX) and os.path.basename(directory) != AGENTS_SUFFIX:
+            directory, parent = os.path.split(directory)
+            stem = f"{parent}/{stem}"
         validate_session_id(stem)
         if session_id is not None and session_id != stem:
             raise UsageError(
                 f"the file names session {stem!r} but session_id {session_id!r} was given"
             )
-        return JSONLStore(os.path.dirname(text) or "."), stem
+        return JSONLStore(directory or "."), stem
     return JSONLStore(text), session_id
 
 
 def resolve_session(session: str, store_url: str | None = None) -> tuple[Store, str]:
     """A SESSION as people type it: a path to a `.jsonl` file, or an id in a
     store (`store_url`, else `$TURNLOG_STORE`, else `./sessions`)."""
-    looks_like_path = session.endswith(SUFFIX) or os.sep in session or os.path.lexists(session)
+    looks_like_path = session.endswith(SUFFIX) or os.path.lexists(session)
+    if not looks_like_path and os.sep in session:
+        # `<parent>.agents/<agent>` is a subagent's id; any other slash is a path.
+        try:
+            validate_session_id(session)
+        except UsageError:
+            looks_like_path = True
     if looks_like_path:
         if os.path.isdir(session):
             raise UsageError(

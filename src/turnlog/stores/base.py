@@ -20,21 +20,79 @@ from turnlog.tail import Tail, collect_tail
 # leading dot (hidden files, `..`), bounded length.
 _SESSION_ID = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]{0,127}")
 MAX_SESSION_ID_CHARS: Final = 128
+# A subagent's session is named after its parent: `<parent>.agents/<agent_id>`
+# (for JSONL, that is the file `<parent>.agents/<agent_id>.jsonl`), so a tree
+# is found by name and a child can never be mistaken for a root.
+AGENTS_SUFFIX: Final = ".agents"
+# Subagents nest, but not without end: the deepest child's id is bounded too.
+MAX_AGENT_DEPTH: Final = 8
+MAX_TREE_ID_CHARS: Final = (MAX_SESSION_ID_CHARS + len(AGENTS_SUFFIX) + 1) * (MAX_AGENT_DEPTH + 1)
+
+
+def _check_name(name: str, what: str) -> None:
+    if not name:
+        raise InvalidSessionIdError(f"{what} is empty")
+    if len(name) > MAX_SESSION_ID_CHARS:
+        raise InvalidSessionIdError(
+            f"{what} is {len(name)} characters, over the {MAX_SESSION_ID_CHARS} limit"
+        )
+    if _SESSION_ID.fullmatch(name) is None:
+        raise InvalidSessionIdError(f"{what} {name!r} is not allowed")
 
 
 def validate_session_id(session_id: object) -> str:
-    """Return the id if it is safe to use as a name, else raise with the reason."""
+    """Return the id if it is safe to use as a name, else raise with the reason.
+
+    A root session's id is one name; a subagent's is its parent's id, then
+    `.agents/`, then its agent id (see `child_session_id`).
+    """
     if not isinstance(session_id, str):
         raise InvalidSessionIdError(f"session id must be a string, not {type(session_id).__name__}")
-    if not session_id:
-        raise InvalidSessionIdError("session id is empty")
-    if len(session_id) > MAX_SESSION_ID_CHARS:
+    if "/" not in session_id:
+        _check_name(session_id, "session id")
+        return session_id
+    if len(session_id) > MAX_TREE_ID_CHARS:
         raise InvalidSessionIdError(
-            f"session id is {len(session_id)} characters, over the {MAX_SESSION_ID_CHARS} limit"
+            f"session id is {len(session_id)} characters, over the {MAX_TREE_ID_CHARS} limit"
         )
-    if _SESSION_ID.fullmatch(session_id) is None:
-        raise InvalidSessionIdError(f"session id {session_id!r} is not allowed")
+    parts = session_id.split("/")
+    if len(parts) - 1 > MAX_AGENT_DEPTH:
+        raise InvalidSessionIdError(
+            f"session id {session_id!r} nests subagents {len(parts) - 1} deep, over the "
+            f"{MAX_AGENT_DEPTH} limit"
+        )
+    for part in parts[:-1]:
+        if not part.endswith(AGENTS_SUFFIX) or part == AGENTS_SUFFIX:
+            raise InvalidSessionIdError(
+                f"session id {session_id!r} is not allowed",
+                hint="a subagent's session id is '<parent id>.agents/<agent id>'",
+            )
+        _check_name(part, "session id")
+    _check_name(parts[-1], "session id")
     return session_id
+
+
+def validate_agent_id(agent_id: object) -> str:
+    """An agent id names a child session, so it obeys the same rules as a root id."""
+    if not isinstance(agent_id, str):
+        raise InvalidSessionIdError(f"agent id must be a string, not {type(agent_id).__name__}")
+    _check_name(agent_id, "agent id")
+    return agent_id
+
+
+def child_session_id(parent_id: str, agent_id: str) -> str:
+    """The session id of subagent `agent_id` spawned by session `parent_id`."""
+    return validate_session_id(
+        f"{validate_session_id(parent_id)}{AGENTS_SUFFIX}/{validate_agent_id(agent_id)}"
+    )
+
+
+def parent_session_id(session_id: str) -> str | None:
+    """The id of the session that spawned this one, or None for a root."""
+    head, slash, _ = validate_session_id(session_id).rpartition("/")
+    if not slash:
+        return None
+    return head[: -len(AGENTS_SUFFIX)]
 
 
 def tail_facts(events: Sequence[Event]) -> tuple[tuple[int | None] | None, int]:
@@ -152,7 +210,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def sessions(self) -> list[str]:
-        """Every session id in the store, sorted."""
+        """Every session id in the store, subagents' included, sorted."""
+
+    def children(self, session_id: str) -> list[str]:
+        """The sessions of the subagents `session_id` spawned, sorted."""
+        return [child for child in self.sessions() if parent_session_id(child) == session_id]
 
     @abc.abstractmethod
     def exists(self, session_id: str) -> bool: ...

@@ -34,7 +34,14 @@ from turnlog.errors import (
 )
 from turnlog.events import FORMAT_VERSION, MAX_LINE_BYTES, Event, decode_record_fast
 from turnlog.formats.sniff import foreign_hint
-from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
+from turnlog.stores.base import (
+    AGENTS_SUFFIX,
+    MAX_AGENT_DEPTH,
+    Holder,
+    Store,
+    StoreWriter,
+    validate_session_id,
+)
 from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
 from turnlog.stores.jsonl_record import (
     CRC_OPEN,
@@ -651,10 +658,19 @@ class JSONLStore(Store):
     # -- paths -----------------------------------------------------------------
 
     def filename(self, session_id: str) -> str:
-        return validate_session_id(session_id) + SUFFIX
+        """The session file's name inside its directory (see `path`)."""
+        return validate_session_id(session_id).rpartition("/")[2] + SUFFIX
+
+    def _session_dir(self, session_id: str | None) -> str:
+        """The directory a session file lives in: the store's own for a root,
+        `<parent>.agents/` (nested under the store) for a subagent."""
+        if session_id is None:
+            return self.directory
+        parts = validate_session_id(session_id).split("/")
+        return os.path.join(self.directory, *parts[:-1])
 
     def path(self, session_id: str) -> str:
-        return os.path.join(self.directory, self.filename(session_id))
+        return os.path.join(self._session_dir(session_id), self.filename(session_id))
 
     def init(self) -> None:
         os.close(self._dir_fd(create=True))
@@ -662,33 +678,58 @@ class JSONLStore(Store):
     def location(self, session_id: str) -> str:
         return self.path(session_id)
 
-    def _dir_fd(self, *, create: bool = False) -> int:
-        if create:
-            try:
-                os.makedirs(self.directory, mode=0o700, exist_ok=True)
-            except OSError as exc:
-                raise _translate(exc, "create directory", self.directory) from exc
-            except RecursionError:
-                raise UsageError(
-                    f"store directory {self.directory} has too many components to create",
-                    hint="use a shorter path for the store",
-                ) from None
+    def _make_dirs(self, directory: str) -> None:
+        """Create `directory` and its parents, each made durable in its parent
+        (a child session's file is worth nothing if its folder's name is lost)."""
+        missing = []
+        probe = directory
+        while not os.path.isdir(probe):
+            missing.append(probe)
+            parent = os.path.dirname(probe)
+            if not parent or parent == probe:
+                break
+            probe = parent
         try:
-            return os.open(self.directory, os.O_RDONLY | O_DIRECTORY)
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise _translate(exc, "create directory", directory) from exc
+        except RecursionError:
+            raise UsageError(
+                f"store directory {directory} has too many components to create",
+                hint="use a shorter path for the store",
+            ) from None
+        for made in reversed(missing):
+            parent_fd = os.open(os.path.dirname(made) or ".", os.O_RDONLY | O_DIRECTORY)
+            try:
+                self.io.fsync_dir(parent_fd)
+            finally:
+                os.close(parent_fd)
+
+    def _dir_fd(self, session_id: str | None = None, *, create: bool = False) -> int:
+        directory = self._session_dir(session_id)
+        if create:
+            self._make_dirs(directory)
+        try:
+            return os.open(directory, os.O_RDONLY | O_DIRECTORY)
         except FileNotFoundError:
+            if session_id is not None and directory != self.directory:
+                raise SessionNotFoundError(
+                    f"no session {session_id!r}: no directory {directory}",
+                    hint="list sessions with `turnlog ls`",
+                ) from None
             raise SessionNotFoundError(
-                f"no store directory {self.directory}",
+                f"no store directory {directory}",
                 hint="check the path, or create a session there first",
             ) from None
         except OSError as exc:
-            raise _translate(exc, "open directory", self.directory) from exc
+            raise _translate(exc, "open directory", directory) from exc
 
     def _open_file(self, session_id: str, flags: int) -> int:
         """Open an existing session file: never through a link, never blocking
         on a pipe or device, and only if it is a regular file."""
         name = self.filename(session_id)
         path = self.path(session_id)
-        dir_fd = self._dir_fd()
+        dir_fd = self._dir_fd(session_id)
         try:
             fd = self.io.open(name, flags | O_NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=dir_fd)
         except OSError as exc:
@@ -970,23 +1011,41 @@ class JSONLStore(Store):
             os.close(fd)
 
     def sessions(self) -> list[str]:
-        """Every `<id>.jsonl` entry, whatever it is: commands report an entry
-        that is not a session file (a directory, a pipe, a link) on its own."""
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise _translate(exc, "list", self.directory) from exc
-        out = []
-        for name in names:
-            if name.endswith(SUFFIX):
-                stem = name[: -len(SUFFIX)]
-                try:
-                    out.append(validate_session_id(stem))
-                except UsageError:
-                    continue
+        """Every `<id>.jsonl` entry, whatever it is, and the subagents' under
+        `<id>.agents/`: commands report an entry that is not a session file
+        (a directory, a pipe, a link) on its own."""
+        out: list[str] = []
+        self._collect(None, out)
         return sorted(out)
+
+    def children(self, session_id: str) -> list[str]:
+        out: list[str] = []
+        self._collect(session_id, out, deep=False)
+        return sorted(out)
+
+    def _collect(self, parent: str | None, out: list[str], *, deep: bool = True) -> None:
+        if parent is None:
+            directory, prefix = self.directory, ""
+        else:
+            directory = os.path.join(self._session_dir(parent), self.filename(parent))
+            directory = directory[: -len(SUFFIX)] + AGENTS_SUFFIX
+            prefix = parent + AGENTS_SUFFIX + "/"
+        try:
+            names = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as exc:
+            raise _translate(exc, "list", directory) from exc
+        for name in names:
+            if not name.endswith(SUFFIX):
+                continue
+            try:
+                session_id = validate_session_id(prefix + name[: -len(SUFFIX)])
+            except UsageError:
+                continue
+            out.append(session_id)
+            if deep and session_id.count("/") < MAX_AGENT_DEPTH:
+                self._collect(session_id, out)
 
     def exists(self, session_id: str) -> bool:
         return os.path.lexists(self.path(session_id))
@@ -1023,7 +1082,7 @@ class JSONLStore(Store):
         if header.seq != 0 or not isinstance(header.data, ev.Session):
             raise UsageError("a session is created from its 'session' header at seq 0")
         session_id = validate_session_id(header.data.session_id)
-        dir_fd = self._dir_fd(create=True)
+        dir_fd = self._dir_fd(session_id, create=True)
         path = self.path(session_id)
         try:
             try:
@@ -1126,7 +1185,7 @@ class JSONLStore(Store):
         sidecar that could not be written whole is removed again.
         """
         data = os.pread(fd, torn.size_bytes, torn.offset)
-        dir_fd = self._dir_fd()
+        dir_fd = self._dir_fd(session_id)
         try:
             base = f"{self.filename(session_id)}.torn-{torn.offset}"
             for attempt in range(MAX_SIDECARS):
@@ -1165,5 +1224,5 @@ class JSONLStore(Store):
         return TornTail(
             offset=torn.offset,
             size_bytes=torn.size_bytes,
-            sidecar=os.path.join(self.directory, name),
+            sidecar=os.path.join(self._session_dir(session_id), name),
         )

@@ -223,7 +223,10 @@ class SQLiteStore(SQLStore):
 
     def _lock_file(self, session_id: str) -> int:
         os.makedirs(self._locks_dir, mode=0o700, exist_ok=True)
-        name = os.path.join(self._locks_dir, validate_session_id(session_id) + ".lock")
+        # A subagent's id holds '/', which no id may hold otherwise: '%' keeps
+        # its lock file flat in the folder and its name unique.
+        flat = validate_session_id(session_id).replace("/", "%")
+        name = os.path.join(self._locks_dir, flat + ".lock")
         return os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def _take_lock(self, session_id: str) -> int:
