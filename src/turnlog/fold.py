@@ -67,6 +67,8 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
     # Every call requested or dispatched in the turn, answered or not, in
     # order of first sighting.
     calls: tuple[CallSighting, ...]
+    # Subagents the turn spawned from a tool call, newest per call id.
+    spawns: tuple[ev.SubagentSpawned, ...] = ()
 
     @property
     def owed(self) -> tuple[CallSighting, ...]:
@@ -135,6 +137,7 @@ class _MutableTurn:
         "open_step",
         "result_without_dispatch",
         "seq",
+        "spawns",
         "steps",
         "turn",
     )
@@ -148,6 +151,7 @@ class _MutableTurn:
         self.dispatched_any = False
         self.result_without_dispatch = False
         self.calls: dict[str, _Call] = {}
+        self.spawns: dict[str, ev.SubagentSpawned] = {}
 
     def sight(self, call_id: str, call: _Call) -> None:
         # A request for an id already answered in this turn is a new call:
@@ -176,6 +180,7 @@ class _MutableTurn:
                 )
                 for call_id, call in self.calls.items()
             ),
+            spawns=tuple(self.spawns.values()),
         )
 
 
@@ -540,6 +545,8 @@ class Fold:
 
     def _on_spawned(self, event: Event, data: ev.SubagentSpawned) -> None:
         self._subagents.append(data)
+        if self._turn is not None and data.call_id is not None:
+            self._turn.spawns[data.call_id] = data
 
 
 def fold(events: Iterable[Event]) -> SessionState:

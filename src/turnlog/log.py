@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -323,24 +323,32 @@ class Log:
     # -- structure ---------------------------------------------------------------
 
     @contextmanager
-    def turn(self) -> Iterator[Turn]:
+    def turn(self, *, resume: bool = False) -> Iterator[Turn]:
         """`turn_start` now, `turn_end` when the block ends.
 
         If the block raises, every call the turn still owes is answered (a
         dispatched one as outcome unknown, an undispatched one as not started),
         an open step is closed, and the turn ends `error` (or `cancelled` for
         a cancellation); the exception then propagates.
+
+        `resume=True` carries on the turn a tree revival left open (its waits
+        on subagents now answered) instead of starting one: its open step is
+        ended, and the block adds steps to the same turn.
         """
         with self._lock:
-            if self._fold.turn_open:
-                raise UsageError(
-                    "a turn is already open; turns never nest",
-                    hint="end the open turn first, or recover the session if it crashed",
-                )
-            # Cheap accessors, not `state`: a snapshot copies the whole transcript.
-            number = self._fold.last_turn_number + 1
-            self.append(ev.TurnStart(turn=number, revivals=self._fold.revivals))
-            turn = Turn(number)
+            if resume:
+                turn = self._adopt_turn()
+            else:
+                if self._fold.turn_open:
+                    raise UsageError(
+                        "a turn is already open; turns never nest",
+                        hint="end the open turn first, or recover the session if it crashed",
+                    )
+                # Cheap accessors, not `state`: a snapshot copies the whole transcript.
+                number = self._fold.last_turn_number + 1
+                self.append(ev.TurnStart(turn=number, revivals=self._fold.revivals))
+                turn = Turn(number)
+            number = turn.number
             self._turn = turn
         try:
             yield turn
@@ -363,6 +371,26 @@ class Log:
                 self.append(ev.TurnEnd(reason=turn.reason, turn=number, steps=turn.steps))
         finally:
             self._turn = None
+
+    def _adopt_turn(self) -> Turn:
+        open_turn = self._fold.open_turn
+        if open_turn is None:
+            raise UsageError(
+                "no open turn to resume", hint="start a turn with `with log.turn():`"
+            )
+        owed = self._fold.owed_in_open_turn()
+        if owed:
+            raise WriteOrderError(
+                f"the open turn still owes results for {', '.join(owed)}",
+                hint="answer the waits a tree revival left pending before resuming the turn",
+            )
+        number = open_turn.turn if open_turn.turn is not None else self._fold.last_turn_number
+        turn = Turn(number)
+        turn.steps = open_turn.steps
+        step = open_turn.open_step
+        if step is not None:
+            self.append(ev.StepEnd(turn=step.turn, step=step.step, outcome="ok"))
+        return turn
 
     @contextmanager
     def step(self) -> Iterator[int]:
@@ -471,10 +499,14 @@ class Log:
         """The repairs recovery would append now (see `turnlog.plan`)."""
         return plan_verdict(decide(self._fold))
 
-    def recover(self) -> Plan:
-        """Append the repair plan, synced; returns it (empty if nothing was owed)."""
+    def recover(self, *, pending: Collection[str] = ()) -> Plan:
+        """Append the repair plan, synced; returns it (empty if nothing was owed).
+
+        `pending` names waits on subagents that a tree revival brings back:
+        they get no result and the turn stays open until they are answered.
+        """
         with self._lock:
-            repairs = self.plan()
+            repairs = plan_verdict(decide(self._fold), pending=frozenset(pending))
             if repairs.events:
                 self._write(self._require_writer(), list(repairs.events), True)
             return repairs

@@ -110,12 +110,19 @@ def _close_turn(
     reason: str | None,
     error: str | None = None,
     order_kept: bool = True,
+    pending: frozenset[str] = frozenset(),
 ) -> list[Event]:
     """The events that close the open turn: results, step_end, then turn_end
-    unless `reason` is None (a live step unwinding inside a turn that goes on)."""
+    unless `reason` is None (a live step unwinding inside a turn that goes on).
+
+    Calls in `pending` (waits on subagents being revived) get no result, and
+    the turn stays open for them: they are answered when the children finish.
+    """
     out: list[Event] = []
     seq = next_seq
     for call in turn.owed:
+        if call.call_id in pending:
+            continue
         if origin is Origin.UNWIND:
             data = unwind_result(
                 call.call_id,
@@ -136,6 +143,8 @@ def _close_turn(
             )
         out.append(Event(seq=seq, data=data, ts=ts, origin=origin.value))
         seq += 1
+    if pending:
+        return out
     if turn.open_step is not None:
         step = turn.open_step
         data_end = ev.StepEnd(turn=step.turn, step=step.step, outcome="error")
@@ -157,8 +166,10 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.events)
 
 
-def plan_verdict(found: Verdict) -> Plan:
-    """The repair plan for a verdict (see `plan`)."""
+def plan_verdict(found: Verdict, *, pending: frozenset[str] = frozenset()) -> Plan:
+    """The repair plan for a verdict (see `plan`). With `pending` (waits on
+    subagents a tree revival brings back), only the other owed calls are
+    answered and the turn stays open."""
     if found.open_turn is None:
         return Plan(events=())
     repairs = _close_turn(
@@ -167,6 +178,7 @@ def plan_verdict(found: Verdict) -> Plan:
         ts=found.last_ts,
         origin=Origin.RECOVERY,
         reason=TurnEndReason.INTERRUPTED.value,
+        pending=pending,
     )
     return Plan(events=tuple(repairs))
 

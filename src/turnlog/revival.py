@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 import msgspec
@@ -12,7 +13,8 @@ from turnlog.events import Origin
 from turnlog.fold import Message
 from turnlog.log import Log
 from turnlog.recovery import Plan
-from turnlog.triage import DEFAULT_MAX_REVIVALS
+from turnlog.triage import DEFAULT_MAX_REVIVALS, refusal
+from turnlog.verdict import Wait
 
 REVIVAL_NOTICE: Final = (
     "[turnlog] The previous process running this conversation ended in the middle of its "
@@ -25,7 +27,13 @@ REVIVAL_NOTICE: Final = (
 
 
 class Revival(msgspec.Struct, frozen=True, kw_only=True):
-    """What a loop needs to carry on as the same agent, or why it may not."""
+    """What a loop needs to carry on as the same agent, or why it may not.
+
+    `pending` lists the waits on subagents left open for a tree revival to
+    answer; while it is not empty the turn stays open and the loop resumes it
+    (`run_turn(..., resume=True)`) once they are answered. `hint` says what to
+    run when the session was not revived but is still interrupted.
+    """
 
     revived: bool
     reason: str
@@ -33,30 +41,58 @@ class Revival(msgspec.Struct, frozen=True, kw_only=True):
     repairs: Plan | None = None
     messages: tuple[Message, ...] = ()
     agent: ev.Agent | None = None
+    session_id: str | None = None
+    pending: tuple[Wait, ...] = ()
+    hint: str | None = None
 
 
-def revive(log: Log, *, max_revivals: int = DEFAULT_MAX_REVIVALS) -> Revival:
+_CAP_HINT = (
+    "the session is still interrupted; close it with `turnlog recover {session}` (which "
+    "answers the owed calls without reviving), or raise max_revivals"
+)
+
+
+def revive(
+    log: Log,
+    *,
+    max_revivals: int = DEFAULT_MAX_REVIVALS,
+    pending: Collection[str] = (),
+) -> Revival:
     """Recover, then record the revival and tell the model what happened.
 
     The cap is counted from the log, so it survives the process; past it,
     or for a finished session, nothing is written. Tool calls are never
     replayed: the owed ones get their recovery results and the model decides.
+    `pending` (used by `revive_tree`) names waits on subagents being revived:
+    they stay open for the children's results.
     """
     if max_revivals < 0:
         raise UsageError(f"max_revivals must be >= 0, not {max_revivals}")
     found = log.verdict()
-    if max_revivals == 0:
-        return Revival(revived=False, reason="revival_disabled", revival=found.revivals)
-    if found.empty:
-        return Revival(revived=False, reason="empty", revival=found.revivals)
-    if found.finished:
-        return Revival(revived=False, reason="finished", revival=found.revivals)
-    if found.revivals >= max_revivals:
-        return Revival(revived=False, reason="revival_cap", revival=found.revivals)
-    repairs = log.recover()
-    number = found.revivals + 1
     header = found.session
     agent = header.agent if header is not None else None
+    reason = refusal(found, max_revivals)
+    if reason is not None:
+        hint = None
+        if found.open_turn is not None and reason in ("revival_cap", "revival_disabled"):
+            hint = _CAP_HINT.format(session=log.session_id)
+        return Revival(
+            revived=False,
+            reason=reason,
+            revival=found.revivals,
+            agent=agent,
+            session_id=log.session_id,
+            hint=hint,
+        )
+    waits = {wait.call_id: wait for wait in found.waits}
+    unknown = [call_id for call_id in pending if call_id not in waits]
+    if unknown:
+        raise UsageError(
+            f"calls {', '.join(unknown)} are not owed waits on subagents",
+            hint="only a call whose dispatch joins a subagent can stay pending",
+        )
+    repairs = log.recover(pending=pending)
+    number = found.revivals + 1
     log.append_many(
         [
             ev.RunRevived(revival=number, agent_id=agent.id if agent else None),
@@ -72,4 +108,6 @@ def revive(log: Log, *, max_revivals: int = DEFAULT_MAX_REVIVALS) -> Revival:
         repairs=repairs,
         messages=log.messages,
         agent=agent,
+        session_id=log.session_id,
+        pending=tuple(waits[call_id] for call_id in pending),
     )

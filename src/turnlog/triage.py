@@ -52,23 +52,36 @@ class Inspection(msgspec.Struct, frozen=True, kw_only=True):
     bytes_read: int = 0
 
 
+def refusal(found: Verdict, max_revivals: int) -> str | None:
+    """Why a session may not be revived, or None: the one rule `inspect`,
+    `revive` and `revive_tree` share."""
+    if found.empty:
+        return "empty"
+    if found.finished:
+        return "finished"
+    if max_revivals == 0:
+        return "revival_disabled"
+    if found.revivals >= max_revivals:
+        return "revival_cap"
+    return None
+
+
 def status_of(found: Verdict, holder: Holder | None, max_revivals: int) -> tuple[str, bool, str]:
     """(status, revivable, reason) of a verdict, given who holds the writer."""
     if holder is not None:
         return "running", False, "running"
     if found.open_turn is not None:
-        status, revivable, reason = "interrupted", True, "interrupted"
+        status, reason = "interrupted", "interrupted"
     elif found.empty:
-        return "empty", False, "empty"
+        status = reason = "empty"
     elif found.finished:
-        return "finished", False, "finished"
+        status = reason = "finished"
     else:
-        status, revivable, reason = "idle", True, "needs_response"
-    if max_revivals == 0:
-        return status, False, "revival_disabled"
-    if found.revivals >= max_revivals:
-        return status, False, "revival_cap"
-    return status, revivable, reason
+        status, reason = "idle", "needs_response"
+    refused = refusal(found, max_revivals)
+    if refused is not None:
+        return status, False, refused
+    return status, True, reason
 
 
 def _without_state(

@@ -27,6 +27,17 @@ class OwedCall(msgspec.Struct, frozen=True, kw_only=True):
     idempotency: str | None = None
 
 
+class Wait(msgspec.Struct, frozen=True, kw_only=True):
+    """An owed call of the open turn that waits on a subagent: its dispatch
+    says `join: <agent_id>`, or the call spawned the agent."""
+
+    call_id: str
+    name: str | None
+    agent_id: str
+    # The child's session id when the spawn named it; else the default name.
+    child: str | None = None
+
+
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     """What recovery and revival need to know, and nothing the tail cannot see.
 
@@ -43,6 +54,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     empty: bool
     finished: bool
     needs_response: bool
+    waits: tuple[Wait, ...] = ()
 
 
 def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
@@ -86,6 +98,23 @@ def owed_calls(turn: OpenTurn | None) -> tuple[OwedCall, ...]:
     return tuple(out)
 
 
+def waits_of(turn: OpenTurn | None) -> tuple[Wait, ...]:
+    """The open turn's owed calls that wait on subagents, in call order."""
+    if turn is None:
+        return ()
+    spawns = {spawn.call_id: spawn for spawn in turn.spawns}
+    out = []
+    for call in turn.owed:
+        spawn = spawns.get(call.call_id)
+        join = call.dispatch.join if call.dispatch is not None else None
+        agent_id = join or (spawn.agent_id if spawn is not None else None)
+        if agent_id is None:
+            continue
+        child = spawn.child if spawn is not None and spawn.agent_id == agent_id else None
+        out.append(Wait(call_id=call.call_id, name=call.name, agent_id=agent_id, child=child))
+    return tuple(out)
+
+
 def decide(fold: Fold) -> Verdict:
     """The verdict of a fold, full or fed from a tail."""
     turn = fold.open_turn
@@ -103,6 +132,7 @@ def decide(fold: Fold) -> Verdict:
         empty=fold.next_seq <= 1 and fold.session is not None,
         finished=finished,
         needs_response=fold.needs_response,
+        waits=waits_of(turn),
     )
 
 
