@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from turnlog.aio import AsyncLog, aopen, arun_turn
 from turnlog.damage import Problem, TornTail
 from turnlog.errors import (
     CorruptLogError,
@@ -55,6 +56,16 @@ from turnlog.events import (
 from turnlog.fold import Fold, Message, SessionState, fold
 from turnlog.fork import fork, fork_session
 from turnlog.log import Log, open
+from turnlog.loop import (
+    AgentSpec,
+    Reply,
+    Tool,
+    ToolContext,
+    continue_run,
+    continue_tree,
+    run_turn,
+    subagent_tool,
+)
 from turnlog.recovery import Plan, interrupted, patch_dangling_tool_calls, plan
 from turnlog.revival import Revival, revive
 from turnlog.stores import (
@@ -67,8 +78,9 @@ from turnlog.stores import (
     register_backend,
 )
 from turnlog.transfer import copy_session, sweep, write_events
+from turnlog.tree import RevivedTree, TreeNode, revive_tree
 from turnlog.triage import Inspection, Recovery, inspect, recover
-from turnlog.verdict import OwedCall, Verdict, verdict
+from turnlog.verdict import OwedCall, Verdict, Wait, is_finished, verdict
 from turnlog.verify import Report, verify_session, verify_store
 
 __version__ = "0.1.0"
@@ -76,7 +88,9 @@ __version__ = "0.1.0"
 __all__ = [
     "FORMAT_VERSION",
     "Agent",
+    "AgentSpec",
     "AssistantMessage",
+    "AsyncLog",
     "Compaction",
     "CorruptLogError",
     "Custom",
@@ -101,8 +115,10 @@ __all__ = [
     "Plan",
     "Problem",
     "Recovery",
+    "Reply",
     "Report",
     "Revival",
+    "RevivedTree",
     "Risk",
     "RunRevived",
     "SQLiteStore",
@@ -120,10 +136,13 @@ __all__ = [
     "SubagentSettled",
     "SubagentSpawned",
     "SystemMessage",
+    "Tool",
     "ToolCall",
+    "ToolContext",
     "ToolDispatch",
     "ToolResult",
     "TornTail",
+    "TreeNode",
     "TurnEnd",
     "TurnEndReason",
     "TurnStart",
@@ -134,8 +153,13 @@ __all__ = [
     "UsageError",
     "UserMessage",
     "Verdict",
+    "Wait",
     "WriteOrderError",
     "__version__",
+    "aopen",
+    "arun_turn",
+    "continue_run",
+    "continue_tree",
     "copy_session",
     "decode_event",
     "encode_event",
@@ -144,6 +168,7 @@ __all__ = [
     "fork_session",
     "inspect",
     "interrupted",
+    "is_finished",
     "open",
     "open_store",
     "patch_dangling_tool_calls",
@@ -151,6 +176,9 @@ __all__ = [
     "recover",
     "register_backend",
     "revive",
+    "revive_tree",
+    "run_turn",
+    "subagent_tool",
     "sweep",
     "verdict",
     "verify_session",

@@ -198,6 +198,18 @@ class Log:
         """The torn tail moved aside when this session was opened, if there was one."""
         return self._writer.torn_tail if self._writer is not None else None
 
+    @property
+    def header(self) -> ev.Session:
+        """The session's header: its id, agent, parent and spawning call."""
+        header = self._fold.session
+        assert header is not None  # checked when the handle was made
+        return header
+
+    def last_message(self) -> Message | None:
+        """The newest transcript entry (exact even when only the tail was read)."""
+        with self._lock:
+            return self._fold.last_message()
+
     # -- writing ---------------------------------------------------------------
 
     def _require_writer(self) -> StoreWriter:
@@ -335,6 +347,21 @@ class Log:
         on subagents now answered) instead of starting one: its open step is
         ended, and the block adds steps to the same turn.
         """
+        turn = self.begin_turn(resume=resume)
+        try:
+            yield turn
+        except BaseException as exc:
+            self.fail_turn(exc)
+            raise
+        else:
+            self.end_turn(turn)
+        finally:
+            self._turn = None
+
+    # The halves of `turn`, `step` and `dispatch`, shared with the asyncio
+    # twin (`turnlog.aio`), which runs them on its writer thread.
+
+    def begin_turn(self, *, resume: bool = False) -> Turn:
         with self._lock:
             if resume:
                 turn = self._adopt_turn()
@@ -348,36 +375,34 @@ class Log:
                 number = self._fold.last_turn_number + 1
                 self.append(ev.TurnStart(turn=number, revivals=self._fold.revivals))
                 turn = Turn(number)
-            number = turn.number
             self._turn = turn
-        try:
-            yield turn
-        except BaseException as exc:
-            reason = TurnEndReason.CANCELLED if _is_cancellation(exc) else TurnEndReason.ERROR
-            self._unwind(exc, reason=reason.value)
-            raise
-        else:
-            with self._lock:
-                unanswered = self._fold.owed_in_open_turn()
-                if unanswered:
-                    error = WriteOrderError(
-                        f"turn {number} ended with calls still unanswered: {', '.join(unanswered)}",
-                        hint="dispatch every call the turn requested and record its result",
-                    )
-                    self._unwind(error, reason=TurnEndReason.ERROR.value)
-                    raise error
-                if self._fold.step_open:
-                    self.append(ev.StepEnd(turn=number, step=turn.steps, outcome="ok"))
-                self.append(ev.TurnEnd(reason=turn.reason, turn=number, steps=turn.steps))
-        finally:
+            return turn
+
+    def fail_turn(self, exc: BaseException) -> None:
+        reason = TurnEndReason.CANCELLED if _is_cancellation(exc) else TurnEndReason.ERROR
+        self._turn = None
+        self._unwind(exc, reason=reason.value)
+
+    def end_turn(self, turn: Turn) -> None:
+        with self._lock:
             self._turn = None
+            unanswered = self._fold.owed_in_open_turn()
+            if unanswered:
+                error = WriteOrderError(
+                    f"turn {turn.number} ended with calls still unanswered: "
+                    f"{', '.join(unanswered)}",
+                    hint="dispatch every call the turn requested and record its result",
+                )
+                self._unwind(error, reason=TurnEndReason.ERROR.value)
+                raise error
+            if self._fold.step_open:
+                self.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+            self.append(ev.TurnEnd(reason=turn.reason, turn=turn.number, steps=turn.steps))
 
     def _adopt_turn(self) -> Turn:
         open_turn = self._fold.open_turn
         if open_turn is None:
-            raise UsageError(
-                "no open turn to resume", hint="start a turn with `with log.turn():`"
-            )
+            raise UsageError("no open turn to resume", hint="start a turn with `with log.turn():`")
         owed = self._fold.owed_in_open_turn()
         if owed:
             raise WriteOrderError(
@@ -395,6 +420,15 @@ class Log:
     @contextmanager
     def step(self) -> Iterator[int]:
         """`step_start` now, `step_end` when the block ends (outcome `error` if it raised)."""
+        number = self.begin_step()
+        try:
+            yield number
+        except BaseException as exc:
+            self._unwind(exc, reason=None)
+            raise
+        self.end_step()
+
+    def begin_step(self) -> int:
         turn = self._turn
         if turn is None or not self._fold.turn_open:
             raise UsageError("a step must be inside a turn", hint="use `with log.turn():` first")
@@ -403,11 +437,14 @@ class Log:
         with self._lock:
             turn.steps += 1
             self.append(ev.StepStart(turn=turn.number, step=turn.steps))
-        try:
-            yield turn.steps
-        except BaseException as exc:
-            self._unwind(exc, reason=None)
-            raise
+            return turn.steps
+
+    def fail_step(self, exc: BaseException) -> None:
+        self._unwind(exc, reason=None)
+
+    def end_step(self) -> None:
+        turn = self._turn
+        assert turn is not None
         with self._lock:
             owed = self._fold.owed_in_open_step()
             if owed:
@@ -437,6 +474,18 @@ class Log:
         `handle.result(...)`. If the block raises or ends without a result,
         the call is answered as outcome unknown, since it may have run.
         """
+        handle = self.begin_dispatch(call, idempotency=idempotency, join=join)
+        try:
+            yield handle
+        except BaseException as exc:
+            self.end_dispatch(handle, exc)
+            raise
+        else:
+            self.end_dispatch(handle, None)
+
+    def begin_dispatch(
+        self, call: ToolCall, *, idempotency: str | None = None, join: str | None = None
+    ) -> Dispatch:
         with self._lock:
             if not self._fold.turn_open:
                 raise UsageError(
@@ -452,16 +501,16 @@ class Log:
             self.append(
                 ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
             )
-        handle = Dispatch(self, call)
-        try:
-            yield handle
-        except BaseException as exc:
-            if not handle.answered:
-                self._unwind_call(call, _describe_exception(exc))
-            raise
+        return Dispatch(self, call)
+
+    def end_dispatch(self, handle: Dispatch, exc: BaseException | None) -> None:
+        """Answer the call as outcome unknown if the block left it unanswered."""
+        if handle.answered:
+            return
+        if exc is not None:
+            self._unwind_call(handle.call, _describe_exception(exc))
         else:
-            if not handle.answered:
-                self._unwind_call(call, "the tool block ended without recording a result")
+            self._unwind_call(handle.call, "the tool block ended without recording a result")
 
     def _unwind_call(self, call: ToolCall, error: str) -> None:
         with self._lock:

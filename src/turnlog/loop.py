@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
 
+from turnlog import events as ev
+from turnlog.errors import UsageError
 from turnlog.events import Content, ToolCall
 from turnlog.fold import Message
 from turnlog.log import Log
+from turnlog.log import open as open_log
+from turnlog.stores import child_session_id
+from turnlog.stores.base import MAX_SESSION_ID_CHARS
+from turnlog.tree import RevivedTree, TreeNode, settled_events
 
 # A turn that keeps asking for tools is stopped here rather than run forever.
 MAX_STEPS_PER_TURN: Final = 32
@@ -22,14 +30,138 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
     tool_calls: tuple[ToolCall, ...] = ()
 
 
-class Tool(msgspec.Struct, frozen=True, kw_only=True):
-    """A callable the model may ask for, and what running it twice would do."""
-
-    run: Callable[..., Content]
-    idempotency: str = "unknown"
-
-
 Model = Callable[[Sequence[Message]], Reply]
+
+
+class Tool(msgspec.Struct, frozen=True, kw_only=True):
+    """A callable the model may ask for, and what running it twice would do.
+
+    With `context=True` the tool is called as `run(context, **arguments)`,
+    where `context` is a `ToolContext` (its call id makes a good idempotency
+    key for the outside system). `agent_type` marks a tool that runs a
+    subagent: its dispatch records `join: <agent_id>` (see `subagent_tool`).
+    """
+
+    # A coroutine function only under `turnlog.aio.arun_turn`.
+    run: Callable[..., Content | Awaitable[Content]]
+    idempotency: str = "unknown"
+    context: bool = False
+    agent_type: str | None = None
+
+
+class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What runs an agent: its model and its tools."""
+
+    model: Model
+    tools: Mapping[str, Tool]
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._\-]")
+
+
+def agent_id_for(agent_type: str, call_id: str) -> str:
+    """The agent id of the subagent a call runs: derived from the call id, so
+    a revived run finds the same child and never makes a new one."""
+    name = _UNSAFE.sub("_", f"{agent_type}-{call_id}").lstrip(".")
+    return name[:MAX_SESSION_ID_CHARS] or "agent"
+
+
+class ToolContext:
+    """What a running tool may know about its call: the call (its id is a
+    stable idempotency key across revivals), the session and the agent."""
+
+    def __init__(self, log: Log, call: ToolCall) -> None:
+        self.log = log
+        self.call = call
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    @property
+    def session_id(self) -> str:
+        return self.log.session_id
+
+    @property
+    def agent(self) -> ev.Agent | None:
+        return self.log.header.agent
+
+    def spawn(
+        self,
+        agent_id: str,
+        task: Content,
+        agent: AgentSpec,
+        *,
+        agent_type: str | None = None,
+        label: str | None = None,
+        max_steps: int = MAX_STEPS_PER_TURN,
+    ) -> Reply:
+        """Run a subagent to its answer in its own session and return its reply.
+
+        The child's session is `<parent>.agents/<agent_id>` in the same store,
+        its header naming this session and call; the parent records
+        `subagent_spawned` before the child starts and `subagent_settled` when
+        it ends.
+        """
+        parent = self.log
+        child_id = child_session_id(parent.session_id, agent_id)
+        parent.append(
+            ev.SubagentSpawned(
+                agent_id=agent_id,
+                agent_type=agent_type,
+                label=label,
+                call_id=self.call.id,
+                child=child_id,
+            )
+        )
+        outcome = "error"
+        try:
+            with open_log(
+                parent.store,
+                child_id,
+                create=True,
+                durability=parent.durability,
+                agent=ev.Agent(id=agent_id, type=agent_type, label=label),
+                spawned_by=ev.SpawnedBy(
+                    session_id=parent.session_id, call_id=self.call.id, agent_id=agent_id
+                ),
+            ) as child:
+                reply = run_turn(child, agent.model, agent.tools, task, max_steps=max_steps)
+            outcome = "complete"
+            return reply
+        finally:
+            parent.append(
+                ev.SubagentSettled(
+                    agent_id=agent_id,
+                    call_id=self.call.id,
+                    child=child_id,
+                    outcome=outcome,
+                    result=ev.content_text(reply.content) if outcome == "complete" else None,
+                )
+            )
+
+
+def subagent_tool(
+    agent_type: str,
+    agent: AgentSpec,
+    *,
+    task_argument: str = "task",
+    max_steps: int = MAX_STEPS_PER_TURN,
+) -> Tool:
+    """A tool that runs a subagent on the task the model gives and returns its answer.
+
+    The subagent's id comes from the call id (`agent_id_for`), and the call's
+    dispatch records `join: <agent_id>`, so a tree revival knows which child
+    answers which call.
+    """
+
+    def run(context: ToolContext, **arguments: Any) -> Content:
+        task = arguments.get(task_argument, "")
+        agent_id = agent_id_for(agent_type, context.call_id)
+        reply = context.spawn(agent_id, task, agent, agent_type=agent_type, max_steps=max_steps)
+        return reply.content
+
+    return Tool(run=run, idempotency="unknown", context=True, agent_type=agent_type)
 
 
 def run_turn(
@@ -39,6 +171,7 @@ def run_turn(
     user_text: Content | None = None,
     *,
     max_steps: int = MAX_STEPS_PER_TURN,
+    resume: bool = False,
 ) -> Reply:
     """Run one turn to its answer and return the final reply.
 
@@ -46,11 +179,14 @@ def run_turn(
     step the assistant message, then for each call a durable `tool_dispatch`
     *before* the tool body runs, then its result. A crash anywhere leaves a
     log the decision table classifies honestly.
+
+    `resume=True` carries on the open turn a tree revival left (see
+    `Log.turn`) instead of starting one.
     """
     if user_text is not None:
         log.user(user_text)
     reply = Reply()
-    with log.turn() as turn:
+    with log.turn(resume=resume) as turn:
         for _ in range(max_steps):
             with log.step():
                 reply = model(log.messages)
@@ -65,14 +201,57 @@ def run_turn(
 
 def _run_call(log: Log, tools: Mapping[str, Tool], call: ToolCall) -> None:
     tool = tools.get(call.name)
-    with log.dispatch(call, idempotency=tool.idempotency if tool else None) as running:
+    join = agent_id_for(tool.agent_type, call.id) if tool and tool.agent_type else None
+    idempotency = tool.idempotency if tool else None
+    with log.dispatch(call, idempotency=idempotency, join=join) as running:
         if tool is None:
             running.result(f"unknown tool {call.name!r}", is_error=True)
             return
         arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
         try:
-            output = tool.run(**arguments)
+            if tool.context:
+                output = tool.run(ToolContext(log, call), **arguments)
+            else:
+                output = tool.run(**arguments)
         except Exception as exc:  # a failing tool is a result the model sees, not a crash
             running.result(f"{type(exc).__name__}: {exc}", is_error=True)
         else:
+            if inspect.isawaitable(output):
+                # It may have started: the dispatch block answers it as outcome unknown.
+                raise UsageError(
+                    f"tool {call.name!r} is a coroutine function",
+                    hint="run async tools with turnlog.aio.arun_turn",
+                )
             running.result(output)
+
+
+def continue_run(log: Log, agent: AgentSpec, *, max_steps: int = MAX_STEPS_PER_TURN) -> Reply:
+    """Carry on a revived session: resume the turn a tree revival left open
+    (its waits answered), or else start the next turn from the log as it is."""
+    resume = log.verdict().open_turn is not None
+    return run_turn(log, agent.model, agent.tools, max_steps=max_steps, resume=resume)
+
+
+def continue_tree(
+    tree: RevivedTree,
+    agents: Callable[[TreeNode], AgentSpec],
+    *,
+    max_steps: int = MAX_STEPS_PER_TURN,
+) -> dict[str, Reply]:
+    """Run every revived session of a tree to its answer, children first.
+
+    Each child's answer reaches its parent's pending wait under the original
+    call id before the parent goes on. `agents(node)` gives the model and
+    tools for a node (by `node.agent_type`, say). Returns each revived
+    session's final reply by session id.
+    """
+    replies: dict[str, Reply] = {}
+    for node in tree.revived:
+        log = node.log
+        assert log is not None and node.revival is not None
+        for wait in node.revival.pending:
+            child = tree.child_of(node, wait)
+            answer = replies[child.session_id].content
+            log.append_many(settled_events(wait, child.session_id, answer), sync=True)
+        replies[node.session_id] = continue_run(log, agents(node), max_steps=max_steps)
+    return replies

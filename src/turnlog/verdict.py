@@ -139,3 +139,9 @@ def decide(fold: Fold) -> Verdict:
 def verdict(events: Iterable[Event]) -> Verdict:
     """The verdict of a whole log."""
     return decide(Fold(events))
+
+
+def is_finished(events: Iterable[Event]) -> bool:
+    """True when the log's last message answers without asking for tools and
+    no turn is open: the agent is done, and there is nothing to revive."""
+    return verdict(events).finished

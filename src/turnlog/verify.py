@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import msgspec
 
 from turnlog import events as ev
 from turnlog.damage import Problem
-from turnlog.errors import TurnlogError
+from turnlog.errors import TurnlogError, UsageError
 from turnlog.events import Event
 from turnlog.fold import Fold
-from turnlog.stores import Store
+from turnlog.stores import Store, open_store
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,14 +59,24 @@ class EventChecker:
 
 
 def verify_session(
-    store: Store, session_id: str, *, strict: bool = False, raise_unreadable: bool = False
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None = None,
+    *,
+    strict: bool = False,
+    raise_unreadable: bool = False,
 ) -> Report:
     """Check one session: checksums, seq order, header, vocabulary, pairing.
+
+    `target` is a `.jsonl` file, a store directory or URL, or a `Store`.
 
     An entry that cannot be read as a session at all (not a regular file, not
     a turnlog session) is a problem of that session, or, with
     `raise_unreadable`, raises its error (with its hint).
     """
+    store, found_id = open_store(target, session_id)
+    if found_id is None:
+        raise UsageError("verify_session needs a session id or a .jsonl path")
+    session_id = found_id
     checker = EventChecker()
     try:
         scan = store.scan(session_id, on_event=checker.feed)

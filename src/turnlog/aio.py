@@ -1,0 +1,338 @@
+"""The asyncio twin of the writer and the reference loop: appends off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
+
+from turnlog import events as ev
+from turnlog.events import Content, Event, EventData, ToolCall
+from turnlog.fold import Message
+from turnlog.log import Dispatch, Durability, Log, Turn
+from turnlog.log import open as open_log
+from turnlog.loop import MAX_STEPS_PER_TURN, AgentSpec, Reply, Tool, agent_id_for
+from turnlog.recovery import Plan
+from turnlog.stores import Store, child_session_id
+from turnlog.verdict import Verdict
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+class AsyncDispatch:
+    """A dispatched call in an async loop; `await result(...)` records its outcome."""
+
+    def __init__(self, log: AsyncLog, handle: Dispatch) -> None:
+        self._log = log
+        self._handle = handle
+        self.call = handle.call
+
+    @property
+    def answered(self) -> bool:
+        return self._handle.answered
+
+    async def result(self, content: Content, *, is_error: bool = False) -> Event:
+        return await self._log._run(self._handle.result, content, is_error=is_error)
+
+
+class AsyncLog:
+    """A `Log` for asyncio programs.
+
+    Every append runs on one writer thread of its own, so an `fsync` never
+    blocks the event loop, and since that thread runs them one at a time in
+    the order they were awaited, the order of events is the order of calls.
+    """
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"turnlog-{log.session_id[:32]}"
+        )
+
+    async def _run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    # -- what the sync handle knows ------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.log.session_id
+
+    @property
+    def store(self) -> Store:
+        return self.log.store
+
+    @property
+    def header(self) -> ev.Session:
+        return self.log.header
+
+    @property
+    def durability(self) -> Durability:
+        return self.log.durability
+
+    @property
+    def closed(self) -> bool:
+        return self.log.closed
+
+    def verdict(self) -> Verdict:
+        return self.log.verdict()
+
+    async def messages(self) -> tuple[Message, ...]:
+        """The transcript (the first call may read the whole log, off the loop)."""
+        return await self._run(lambda: self.log.messages)
+
+    # -- writing ----------------------------------------------------------------
+
+    async def append(self, data: EventData, **options: Any) -> Event:
+        return await self._run(self.log.append, data, **options)
+
+    async def append_many(self, items: Sequence[EventData], **options: Any) -> list[Event]:
+        return await self._run(self.log.append_many, items, **options)
+
+    async def system(self, content: Content) -> Event:
+        return await self._run(self.log.system, content)
+
+    async def user(self, content: Content, *, injected: str | None = None) -> Event:
+        return await self._run(self.log.user, content, injected=injected)
+
+    async def assistant(self, content: Content = "", tool_calls: Sequence[ToolCall] = ()) -> Event:
+        return await self._run(self.log.assistant, content, tool_calls)
+
+    async def recover(self) -> Plan:
+        return await self._run(self.log.recover)
+
+    async def sync(self) -> None:
+        await self._run(self.log.sync)
+
+    @asynccontextmanager
+    async def turn(self, *, resume: bool = False) -> AsyncIterator[Turn]:
+        """As `Log.turn`: a raising block closes the turn honestly."""
+        turn = await self._run(self.log.begin_turn, resume=resume)
+        try:
+            yield turn
+        except BaseException as exc:
+            await asyncio.shield(self._run(self.log.fail_turn, exc))
+            raise
+        else:
+            await self._run(self.log.end_turn, turn)
+
+    @asynccontextmanager
+    async def step(self) -> AsyncIterator[int]:
+        number = await self._run(self.log.begin_step)
+        try:
+            yield number
+        except BaseException as exc:
+            await asyncio.shield(self._run(self.log.fail_step, exc))
+            raise
+        await self._run(self.log.end_step)
+
+    @asynccontextmanager
+    async def dispatch(
+        self, call: ToolCall, *, idempotency: str | None = None, join: str | None = None
+    ) -> AsyncIterator[AsyncDispatch]:
+        """Write `tool_dispatch` durably (off the loop) before the block runs the tool."""
+        handle = await self._run(self.log.begin_dispatch, call, idempotency=idempotency, join=join)
+        try:
+            yield AsyncDispatch(self, handle)
+        except BaseException as exc:
+            # Shielded: a cancelled tool still gets its honest result.
+            await asyncio.shield(self._run(self.log.end_dispatch, handle, exc))
+            raise
+        else:
+            await self._run(self.log.end_dispatch, handle, None)
+
+    async def close(self) -> None:
+        try:
+            await self._run(self.log.close)
+        finally:
+            self._executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> AsyncLog:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<turnlog.AsyncLog {self.session_id!r}>"
+
+
+async def aopen(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None = None,
+    **options: Any,
+) -> AsyncLog:
+    """`turnlog.open` for asyncio: opens off the event loop, returns an `AsyncLog`."""
+    log = await asyncio.to_thread(open_log, target, session_id, **options)
+    return AsyncLog(log)
+
+
+# -- the async reference loop ---------------------------------------------------
+
+AsyncModel = Callable[[Sequence[Message]], Awaitable[Reply] | Reply]
+
+
+async def _maybe_await(value: Awaitable[_T] | _T) -> _T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class AsyncToolContext:
+    """What a running async tool may know about its call (see `ToolContext`)."""
+
+    def __init__(self, log: AsyncLog, call: ToolCall) -> None:
+        self.log = log
+        self.call = call
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    @property
+    def session_id(self) -> str:
+        return self.log.session_id
+
+    @property
+    def agent(self) -> ev.Agent | None:
+        return self.log.header.agent
+
+    async def spawn(
+        self,
+        agent_id: str,
+        task: Content,
+        agent: AgentSpec,
+        *,
+        agent_type: str | None = None,
+        label: str | None = None,
+        max_steps: int = MAX_STEPS_PER_TURN,
+    ) -> Reply:
+        """Run a subagent to its answer in its own session (see `ToolContext.spawn`)."""
+        parent = self.log
+        child_id = child_session_id(parent.session_id, agent_id)
+        await parent.append(
+            ev.SubagentSpawned(
+                agent_id=agent_id,
+                agent_type=agent_type,
+                label=label,
+                call_id=self.call.id,
+                child=child_id,
+            )
+        )
+        reply: Reply | None = None
+        try:
+            child = await aopen(
+                parent.store,
+                child_id,
+                create=True,
+                durability=parent.durability,
+                agent=ev.Agent(id=agent_id, type=agent_type, label=label),
+                spawned_by=ev.SpawnedBy(
+                    session_id=parent.session_id, call_id=self.call.id, agent_id=agent_id
+                ),
+            )
+            async with child:
+                reply = await arun_turn(child, agent.model, agent.tools, task, max_steps=max_steps)
+            return reply
+        finally:
+            await parent.append(
+                ev.SubagentSettled(
+                    agent_id=agent_id,
+                    call_id=self.call.id,
+                    child=child_id,
+                    outcome="complete" if reply is not None else "error",
+                    result=ev.content_text(reply.content) if reply is not None else None,
+                )
+            )
+
+
+def async_subagent_tool(
+    agent_type: str,
+    agent: AgentSpec,
+    *,
+    task_argument: str = "task",
+    max_steps: int = MAX_STEPS_PER_TURN,
+) -> Tool:
+    """`subagent_tool` for `arun_turn`: children of one step run concurrently."""
+
+    async def run(context: AsyncToolContext, **arguments: Any) -> Content:
+        agent_id = agent_id_for(agent_type, context.call_id)
+        task = arguments.get(task_argument, "")
+        reply = await context.spawn(
+            agent_id, task, agent, agent_type=agent_type, max_steps=max_steps
+        )
+        return reply.content
+
+    return Tool(run=run, idempotency="unknown", context=True, agent_type=agent_type)
+
+
+async def arun_turn(
+    log: AsyncLog,
+    model: AsyncModel,
+    tools: Mapping[str, Tool],
+    user_text: Content | None = None,
+    *,
+    max_steps: int = MAX_STEPS_PER_TURN,
+    resume: bool = False,
+) -> Reply:
+    """`run_turn` for asyncio: a step's tool calls run concurrently (`gather`),
+    each dispatch durable before its tool starts. Models and tools may be
+    coroutine functions or plain ones (a plain tool runs in a thread)."""
+    if user_text is not None:
+        await log.user(user_text)
+    reply = Reply()
+    async with log.turn(resume=resume) as turn:
+        for _ in range(max_steps):
+            async with log.step():
+                reply = await _maybe_await(model(await log.messages()))
+                await log.assistant(reply.content, reply.tool_calls)
+                if reply.tool_calls:
+                    await asyncio.gather(
+                        *(_arun_call(log, tools, call) for call in reply.tool_calls)
+                    )
+            if not reply.tool_calls:
+                return reply
+        turn.reason = "error"
+    return reply
+
+
+async def _arun_call(log: AsyncLog, tools: Mapping[str, Tool], call: ToolCall) -> None:
+    tool = tools.get(call.name)
+    join = agent_id_for(tool.agent_type, call.id) if tool and tool.agent_type else None
+    idempotency = tool.idempotency if tool else None
+    async with log.dispatch(call, idempotency=idempotency, join=join) as running:
+        if tool is None:
+            await running.result(f"unknown tool {call.name!r}", is_error=True)
+            return
+        arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
+        try:
+            args: tuple[Any, ...] = (AsyncToolContext(log, call),) if tool.context else ()
+            if inspect.iscoroutinefunction(tool.run):
+                output = await tool.run(*args, **arguments)
+            else:
+                output = await asyncio.to_thread(tool.run, *args, **arguments)
+        except Exception as exc:  # a failing tool is a result the model sees, not a crash
+            await running.result(f"{type(exc).__name__}: {exc}", is_error=True)
+        else:
+            await running.result(output)
+
+
+async def acontinue_run(
+    log: AsyncLog, agent: AgentSpec, *, max_steps: int = MAX_STEPS_PER_TURN
+) -> Reply:
+    """`continue_run` for asyncio."""
+    resume = log.verdict().open_turn is not None
+    return await arun_turn(log, agent.model, agent.tools, max_steps=max_steps, resume=resume)
