@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import turnlog
+from entry_point import cli
 from turnlog import events as ev
 from turnlog.aio import aopen, arun_turn
 from turnlog.events import Risk, ToolCall
@@ -374,3 +375,44 @@ def test_tool_sees_its_call_id_as_an_idempotency_key(tmp_path: Path) -> None:
 def test_agent_spec_is_exported() -> None:
     assert turnlog.AgentSpec is AgentSpec
     assert turnlog.is_finished is not None
+
+
+# -- the command ---------------------------------------------------------------------
+
+
+def test_revive_command_tree_prints_what_to_run_next(tmp_path: Path) -> None:
+    store, side = tmp_path / "s", tmp_path / "side"
+    program("run", str(store), str(side), "nested", "-", "sync")
+    code, out, _ = cli("revive", "root", "--store", str(store), "--tree", "--json")
+    assert code == 0
+    done = json.loads(out)
+    order = [node["session_id"] for node in done["sessions"]]
+    manager = "root.agents/manager-call_1_0"
+    assert order == [f"{manager}.agents/worker-call_1_0", manager, "root"]
+    assert [node["outcome"] for node in done["sessions"]] == ["revived"] * 3
+    assert done["sessions"][1]["pending"] == [
+        {
+            "call_id": "call_1_0",
+            "name": "research",
+            "agent_id": "worker-call_1_0",
+            "child": f"{manager}.agents/worker-call_1_0",
+        }
+    ]
+    assert done["sessions"][1]["agent_id"] == "manager-call_1_0"
+    # A second revival of the same tree now counts 2, and a live part refuses it.
+    with turnlog.open(store, manager):
+        code, _, err = cli("revive", "root", "--store", str(store), "--tree")
+    assert code == 4 and "hint:" in err
+    code, out, _ = cli("revive", str(store / "root.agents" / "manager-call_1_0.jsonl"), "--json")
+    assert code == 0 and json.loads(out)["revival"] == 2
+
+
+def test_revive_command_on_a_finished_session_writes_nothing(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path, "done") as log:
+        log.user("hi")
+        with log.turn(), log.step():
+            log.assistant("hello")
+    before = (tmp_path / "done.jsonl").read_bytes()
+    code, out, _ = cli("revive", str(tmp_path / "done.jsonl"), "--json")
+    assert code == 1 and json.loads(out)["reason"] == "finished"
+    assert (tmp_path / "done.jsonl").read_bytes() == before

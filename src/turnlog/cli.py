@@ -1,4 +1,4 @@
-"""The turnlog command line: inspect, plan, recover, show, ls, verify, fork, export, demo."""
+"""The turnlog command line: parsing arguments and printing what the library says."""
 
 from __future__ import annotations
 
@@ -342,6 +342,116 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
         render_events(console, repairs.events, title="appended")
     else:
         console.print("nothing to recover: no open turn")
+
+
+@main.command("revive")
+@click.argument("session")
+@store_option
+@click.option("--tree", is_flag=True, help="Revive the subagents it waits on too, each as itself.")
+@click.option(
+    "--max-revivals",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_REVIVALS,
+    show_default=True,
+    help="The revival cap, counted from each session's log; 0 turns revival off.",
+)
+@json_option
+@_reports_errors
+def revive_command(
+    session: str, store_url: str | None, tree: bool, max_revivals: int, as_json: bool
+) -> None:
+    """Revive a crashed SESSION as itself: recover, mark the revival, tell the model.
+
+    Prints what the agent's loop must do next: which session to carry on, as
+    which agent, and (with --tree) which waits on subagents stay pending until
+    those subagents finish. Tool calls are never replayed. Exits 0 when
+    something was revived, 1 when there was nothing to revive (finished,
+    empty, past the cap), 4 while a live writer holds a session.
+    """
+    from turnlog.log import open as open_log
+    from turnlog.revival import revive
+    from turnlog.tree import revive_tree
+
+    store, session_id = resolve_session(session, store_url)
+    if tree:
+        with revive_tree(store, session_id, max_revivals=max_revivals) as revived_tree:
+            nodes = [_revived_node(node) for node in revived_tree.nodes]
+        revived_any = any(node["revived"] for node in nodes)
+        if as_json:
+            _emit_json({"session_id": session_id, "revived": revived_any, "sessions": nodes})
+        else:
+            console = _console()
+            for node in nodes:
+                console.print(_describe_node(node))
+            if revived_any:
+                console.print(
+                    "next: run the revived sessions in the order above (children first); "
+                    "each child's answer goes to its parent's pending wait under its call id"
+                )
+        if not revived_any:
+            _not_revived(nodes[0] if nodes else {}, as_json=as_json)
+        return
+    with open_log(store, session_id, create=False) as log:
+        revival = revive(log, max_revivals=max_revivals)
+        node = _revival_fields(session_id, revival)
+    if as_json:
+        _emit_json(node)
+    else:
+        _console().print(_describe_node(node))
+    if not revival.revived:
+        _not_revived(node, as_json=as_json)
+
+
+def _revival_fields(session_id: str, revival: Any) -> dict[str, Any]:
+    agent = revival.agent
+    return {
+        "session_id": session_id,
+        "revived": revival.revived,
+        "reason": revival.reason,
+        "revival": revival.revival,
+        "agent_id": agent.id if agent is not None else None,
+        "agent_type": agent.type if agent is not None else None,
+        "appended": len(revival.repairs.events) + 2 if revival.repairs is not None else 0,
+        "pending": [_to_builtins(wait) for wait in revival.pending],
+        "hint": revival.hint,
+    }
+
+
+def _revived_node(node: Any) -> dict[str, Any]:
+    if node.revival is not None:
+        fields = _revival_fields(node.session_id, node.revival)
+    else:
+        fields = {
+            "session_id": node.session_id,
+            "revived": False,
+            "reason": node.outcome,
+            "revival": node.verdict.revivals,
+            "agent_id": node.agent_id,
+            "agent_type": node.agent_type,
+            "appended": 0,
+            "pending": [],
+            "hint": None,
+        }
+    fields["parent"] = node.parent_id
+    fields["outcome"] = node.outcome
+    return fields
+
+
+def _describe_node(node: dict[str, Any]) -> str:
+    who = f" as agent {node['agent_id']}" if node.get("agent_id") else ""
+    if not node["revived"]:
+        return f"{node['session_id']}: not revived ({node.get('outcome') or node['reason']})"
+    line = f"{node['session_id']}: revived{who} (revival {node['revival']})"
+    for wait in node["pending"]:
+        line += f"\n  pending wait {wait['call_id']} on agent {wait['agent_id']}"
+    return line
+
+
+def _not_revived(node: dict[str, Any], *, as_json: bool) -> NoReturn:
+    hint = node.get("hint")
+    if hint and not as_json:
+        click.echo(f"hint: {hint}", err=True)
+    sys.exit(EXIT_FINDINGS)
 
 
 @main.command("show")
