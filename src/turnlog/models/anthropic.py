@@ -1,0 +1,99 @@
+"""The official `anthropic` client as the loop's model: Messages API in, a Reply out."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Sequence
+from typing import Any
+
+from turnlog.events import ToolCall
+from turnlog.fold import Message
+from turnlog.loop import Reply
+from turnlog.models.request_check import CheckMode, rendered
+
+PROVIDER = "anthropic"
+# Blocks kept verbatim in the log and replayed on the next request: the API
+# checks the signature of thinking it is sent back.
+_VERBATIM = frozenset({"thinking", "redacted_thinking"})
+
+
+def _dump(block: Any) -> dict[str, Any]:
+    if isinstance(block, dict):
+        return dict(block)
+    dumped: dict[str, Any] = block.model_dump(mode="json", exclude_none=True)
+    return dumped
+
+
+def reply_of(response: Any) -> Reply:
+    """A `Message` response (SDK object or dict) as a Reply: text and signed
+    thinking as content parts, in order; `tool_use` blocks as tool calls."""
+    parts: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
+    blocks = response["content"] if isinstance(response, dict) else response.content
+    for block in blocks:
+        data = _dump(block)
+        kind = data.get("type")
+        if kind == "text":
+            parts.append({"type": "text", "text": data.get("text", "")})
+        elif kind in _VERBATIM:
+            parts.append(data)
+        elif kind == "tool_use":
+            calls.append(
+                ToolCall(id=data["id"], name=data["name"], arguments=data.get("input", {}))
+            )
+    return Reply(content=parts, tool_calls=tuple(calls))
+
+
+class AnthropicModel:
+    """`anthropic.Anthropic` (or `AsyncAnthropic`) as a model for `run_turn`
+    (or `arun_turn`).
+
+    Each call renders the log's transcript for the Messages API, checks it
+    against the log (`check`: "warn", "strict" or "off"), sends it with the
+    given tools and options, and returns the reply with thinking blocks and
+    their signatures kept verbatim, so they are replayed on the next request.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model: str,
+        max_tokens: int = 4096,
+        tools: Sequence[dict[str, Any]] = (),
+        check: CheckMode = "warn",
+        **options: Any,
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.max_tokens = max_tokens
+        self.tools = list(tools)
+        self.check = check
+        self.options = options
+        self.requests: int = 0
+
+    def request(self, messages: Sequence[Message]) -> dict[str, Any]:
+        """The keyword arguments of `messages.create` for this transcript."""
+        payload = rendered(PROVIDER, messages, self.check)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": payload["messages"],
+            **self.options,
+        }
+        if "system" in payload:
+            kwargs["system"] = payload["system"]
+        if self.tools:
+            kwargs["tools"] = self.tools
+        return kwargs
+
+    def __call__(self, messages: Sequence[Message]) -> Reply | Awaitable[Reply]:
+        self.requests += 1
+        response = self.client.messages.create(**self.request(messages))
+        if inspect.isawaitable(response):
+            return _later(response)
+        return reply_of(response)
+
+
+async def _later(response: Awaitable[Any]) -> Reply:
+    return reply_of(await response)
