@@ -330,11 +330,21 @@ def test_demo_crashes_then_recovers(tmp_path: Path) -> None:
     before = out.split("3. turnlog plan")[0]
     assert "interrupted" in before
     assert "tool_outcome_unknown" in before and "tool_not_started" in before
-    session = next(tmp_path.glob("demo-*.jsonl"))
+    session = next(p for p in tmp_path.glob("demo-*.jsonl") if not p.stem.endswith("-tree"))
     code, found = as_json("inspect", str(session))
     assert code == 0 and found["status"] == "finished" and found["revivals"] == 1
     assert run("plan", str(session), "--check")[0] == 0
     assert str(session) in out
+    # The tree part: the payer subagent revived under its original id, paid once.
+    root = session.with_name(session.stem + "-tree.jsonl")
+    child = root.with_suffix(".agents") / "payer-call_delegate_9.jsonl"
+    assert sorted(p.name for p in root.with_suffix(".agents").iterdir()) == [child.name]
+    for path in (root, child):
+        code, found = as_json("inspect", str(path))
+        assert (found["status"], found["revivals"]) == ("finished", 1)
+    assert "as agent payer-call_delegate_9 (revived)" in out
+    assert "pending: call_delegate_9 waits on payer-call_delegate_9" in out
+    assert out.count("invoice 9: paid $50") == 1
 
 
 # -- docs match the code -------------------------------------------------------------------

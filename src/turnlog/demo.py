@@ -18,7 +18,7 @@ from rich.rule import Rule
 import turnlog
 from turnlog.events import ToolCall, content_text
 from turnlog.fold import Message
-from turnlog.loop import Reply, Tool, run_turn
+from turnlog.loop import AgentSpec, Reply, Tool, continue_tree, run_turn, subagent_tool
 from turnlog.render import render_events, render_inspection, render_timeline
 from turnlog.revival import revive
 from turnlog.triage import inspect
@@ -124,6 +124,86 @@ def run_agent(session_path: Path, workspace: Path) -> None:
         run_turn(log, scripted_model, tools, "Pay invoices 7 and 8, then list the workspace.")
 
 
+def payer_model(messages: Sequence[Message]) -> Reply:
+    """The subagent: pays the invoice it was given; after a revival, checks first."""
+    last = messages[-1]
+    if last.role == "user" and last.injected == "revival":
+        return Reply(
+            content="I was interrupted while paying. Checking the ledger first.",
+            tool_calls=(ToolCall(id="call_ledger_9", name="read_ledger"),),
+        )
+    if last.role == "tool" and last.name == "read_ledger":
+        if "invoice 9" in content_text(last.content):
+            return Reply(content="Invoice 9 was already paid; I did not pay it again.")
+        return Reply(
+            content="Invoice 9 was not paid; paying it.",
+            tool_calls=(
+                ToolCall(
+                    id="call_pay_9_retry", name="pay", arguments={"invoice": 9, "amount_usd": 50}
+                ),
+            ),
+        )
+    if last.role == "user":
+        return Reply(
+            content="Paying invoice 9.",
+            tool_calls=(
+                ToolCall(id="call_pay_9", name="pay", arguments={"invoice": 9, "amount_usd": 50}),
+            ),
+        )
+    return Reply(content=f"Done: {content_text(last.content)}")
+
+
+def manager_model(messages: Sequence[Message]) -> Reply:
+    """The parent: hands the payment to a subagent, then reports its answer."""
+    last = messages[-1]
+    if last.role == "user" and last.injected is None:
+        return Reply(
+            content="Handing invoice 9 to a payer agent.",
+            tool_calls=(
+                ToolCall(
+                    id="call_delegate_9", name="delegate", arguments={"task": "Pay invoice 9: $50"}
+                ),
+            ),
+        )
+    answers = [m for m in messages if m.role == "tool" and m.name == "delegate"]
+    told = content_text(answers[-1].content) if answers else "no answer"
+    return Reply(content=f"Invoice 9 settled. The payer said: {told}")
+
+
+def tree_agents(workspace: Path, *, slow_invoice: int | None = None) -> dict[str, AgentSpec]:
+    """The manager and its payer subagent, by agent type."""
+    payer = AgentSpec(model=payer_model, tools=demo_tools(workspace, slow_invoice=slow_invoice))
+    manager = AgentSpec(model=manager_model, tools={"delegate": subagent_tool("payer", payer)})
+    return {"manager": manager, "payer": payer}
+
+
+def run_tree_agent(session_path: Path, workspace: Path) -> None:
+    """The child process of the tree demo: the payer subagent never finishes."""
+    manager = tree_agents(workspace, slow_invoice=9)["manager"]
+    agent = turnlog.Agent(id="manager-1", type="manager")
+    with turnlog.open(session_path, create=True, agent=agent) as log:
+        run_turn(log, manager.model, manager.tools, "Settle invoice 9.")
+
+
+def _kill_when_in_flight(args: list[str]) -> int:
+    """Run a demo agent in a child and SIGKILL it once its payment is in flight."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "turnlog.demo", *args], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        if line.strip() != IN_FLIGHT:
+            raise turnlog.TurnlogError(
+                "the demo agent stopped before its payment was in flight",
+                hint=f"run `python -m turnlog.demo {' '.join(args)}` to see its output",
+            )
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=CHILD_START_TIMEOUT_S)
+    return child.pid
+
+
 def _section(console: Console, title: str) -> None:
     console.print()
     console.print(Rule(title, align="left"))
@@ -144,23 +224,8 @@ def run_demo(console: Console, directory: str) -> Path:
     session_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     _section(console, "1. an agent pays two invoices; the process is killed mid-payment")
-    child = subprocess.Popen(
-        [sys.executable, "-m", "turnlog.demo", str(session_path), str(workspace)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        if line.strip() != IN_FLIGHT:
-            raise turnlog.TurnlogError(
-                "the demo agent stopped before its payment was in flight",
-                hint="run `python -m turnlog.demo SESSION WORKSPACE` to see its output",
-            )
-        os.kill(child.pid, signal.SIGKILL)
-    finally:
-        child.wait(timeout=CHILD_START_TIMEOUT_S)
-    console.print(f"agent pid {child.pid} killed with SIGKILL (exit {child.returncode})")
+    pid = _kill_when_in_flight([str(session_path), str(workspace)])
+    console.print(f"agent pid {pid} killed with SIGKILL")
     ledger = (workspace / "ledger.txt").read_text()
     console.print("the bank's ledger says:")
     console.print("  " + ledger.strip().replace("\n", "\n  "))
@@ -187,16 +252,57 @@ def run_demo(console: Console, directory: str) -> Path:
     _section(console, "5. turnlog show: the whole timeline")
     render_timeline(console, turnlog.JSONLStore(session_path.parent).read(session_path.stem))
 
+    tree_path = session_path.with_name(session_path.stem + "-tree.jsonl")
+    tree_demo(console, tree_path, Path(tempfile.mkdtemp(prefix="turnlog-demo-")))
+
     prog = _program()
     _section(console, "look again")
     console.print(f"session file: {session_path}")
     for command in ("inspect", "show", "plan", "verify"):
         console.print(f"  {prog} {command} {session_path}")
     console.print(f"  {prog} ls --store {session_path.parent}")
+    console.print(f"  {prog} show {tree_path}")
     return session_path
 
 
+def tree_demo(console: Console, root_path: Path, workspace: Path) -> None:
+    """A manager delegates a payment to a subagent, which is killed mid-payment;
+    the tree is revived with the subagent under its original id."""
+    _section(console, "6. a subagent is killed mid-payment; the tree is revived as itself")
+    _kill_when_in_flight(["--tree", str(root_path), str(workspace)])
+    store, root = turnlog.open_store(root_path)
+    assert root is not None
+    child = store.children(root)[0]
+    console.print(f"manager session {root}, its payer subagent's session {child}")
+    for session_id in (root, child):
+        found = inspect(store, session_id)
+        owed = ", ".join(f"{c.call_id} ({c.risk})" for c in found.owed_calls)
+        console.print(f"  {session_id}: {found.status}; owed: {owed}")
+    agents = tree_agents(workspace)
+    with turnlog.revive_tree(store, root) as tree:
+        for node in tree.nodes:
+            pending = (
+                ", ".join(f"{w.call_id} waits on {w.agent_id}" for w in node.revival.pending)
+                if node.revival
+                else ""
+            )
+            console.print(
+                f"  revived {node.session_id} as agent {node.agent_id} "
+                f"({node.outcome}){'; pending: ' + pending if pending else ''}"
+            )
+        replies = continue_tree(tree, lambda node: agents[node.agent_type or "manager"])
+    console.print(f"payer: {content_text(replies[child].content)}")
+    console.print(f"manager: {content_text(replies[root].content)}")
+    console.print("the ledger afterwards (invoice 9 charged once):")
+    console.print("  " + (workspace / "ledger.txt").read_text().strip().replace("\n", "\n  "))
+    assert store.children(root) == [child], "the revived subagent kept its id"
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: python -m turnlog.demo SESSION_FILE WORKSPACE_DIR")
-    run_agent(Path(sys.argv[1]), Path(sys.argv[2]))
+    arguments = sys.argv[1:]
+    tree = arguments[:1] == ["--tree"]
+    if tree:
+        arguments = arguments[1:]
+    if len(arguments) != 2:
+        sys.exit("usage: python -m turnlog.demo [--tree] SESSION_FILE WORKSPACE_DIR")
+    (run_tree_agent if tree else run_agent)(Path(arguments[0]), Path(arguments[1]))
