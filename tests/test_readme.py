@@ -20,3 +20,28 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     events = turnlog.JSONLStore(tmp_path / "sessions").read("run-1")
     assert [e.type for e in events][-3:] == ["tool_result", "step_end", "turn_end"]
     assert not turnlog.interrupted(events)
+
+
+REVIVAL = Path(__file__).parent.parent / "docs" / "revival.md"
+
+
+def test_revival_supervisor_example_revives_a_crashed_tree(tmp_path: Path) -> None:
+    """The supervisor in docs/revival.md, run on a store with a crashed run."""
+    from turnlog.loop import AgentSpec, Reply
+
+    blocks = re.findall(r"```python\n(.*?)```", REVIVAL.read_text(), re.S)
+    supervisor = next(b for b in blocks if "def revive_crashed" in b)
+    namespace: dict[str, object] = {}
+    exec(supervisor, namespace)
+    with turnlog.open(tmp_path, "crashed", agent=turnlog.Agent(type="helper")) as log:
+        log.user("help")
+        log.append(turnlog.TurnStart(turn=1))
+    with turnlog.open(tmp_path, "done") as log:
+        log.user("hi")
+        with log.turn(), log.step():
+            log.assistant("hello")
+    agents = {"helper": AgentSpec(model=lambda messages: Reply(content="carried on"), tools={})}
+    done = namespace["revive_crashed"](str(tmp_path), agents)  # type: ignore[operator]
+    assert list(done) == ["crashed"]
+    assert turnlog.inspect(tmp_path, "crashed").status == "finished"
+    assert turnlog.inspect(tmp_path, "crashed").revivals == 1
