@@ -9,7 +9,7 @@ import msgspec
 
 from turnlog.errors import SessionExistsError, SessionLockedError, TurnlogError, UsageError
 from turnlog.events import Event, encode_event
-from turnlog.stores.base import Store
+from turnlog.stores.base import Store, parent_session_id
 
 # Events go to the destination in batches this size: one write (or one
 # transaction) each, and memory bounded by a batch, not a session.
@@ -146,7 +146,7 @@ def sweep(
             )
             continue
         try:
-            if revive:
+            if revive and parent_session_id(session_id) is None:
                 with open_log(store, session_id, create=False) as log:
                     revived = revive_log(log, max_revivals=cap)
                     if revived.revived:
@@ -160,10 +160,14 @@ def sweep(
                         action = "recovered" if appended else "skipped"
                         reason = revived.reason
             else:
+                # A subagent is only recovered: reviving it alone would run
+                # it for a parent that no longer waits (see revive_tree).
                 repairs = recover(store, session_id).plan
                 appended = len(repairs.events)
                 action = "recovered" if appended else "skipped"
                 reason = "interrupted" if appended else "already recovered by another sweeper"
+                if revive and appended:
+                    reason = "a subagent: recovered, not revived alone (revive its root's tree)"
         except SessionLockedError:
             out.append(Swept(session_id=session_id, action="skipped", reason="running"))
             continue
