@@ -1,0 +1,264 @@
+"""Reading and appending to other tools' JSONL files: damage found, never hidden, bytes kept."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from typing import Any, Final
+
+import msgspec
+
+from turnlog.damage import Problem, TornTail
+from turnlog.errors import SessionLockedError, StoreIOError, UsageError
+
+# A transcript modified this recently may still be written by its tool.
+LIVE_WINDOW_S: Final = 10.0
+# A foreign file is read whole to repair it; past this it is refused.
+MAX_FOREIGN_BYTES: Final = 4 * 1024**3
+# The tail a directory scan reads of each file before deciding it needs a look.
+SCAN_TAIL_BYTES: Final = 256 * 1024
+_DECODER: Final = json.JSONDecoder()
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True):
+    """One JSON object of a foreign file, with where it starts."""
+
+    offset: int
+    line: int
+    data: dict[str, Any]
+
+
+class Parsed(msgspec.Struct, frozen=True, kw_only=True):
+    """Every record of a file, and what stood in the way of reading it.
+
+    `torn` is a final fragment that cannot be a finished record (no newline,
+    not a JSON object); `missing_newline` says the last record is whole but
+    its newline never reached the disk, so an append must add one first.
+    """
+
+    records: tuple[Record, ...]
+    problems: tuple[Problem, ...]
+    torn: TornTail | None
+    missing_newline: bool
+    size_bytes: int
+
+
+def _objects(text: str) -> list[dict[str, Any]] | None:
+    """The JSON objects a line holds, one or more glued; None if it holds anything else."""
+    out: list[dict[str, Any]] = []
+    index = 0
+    while index < len(text):
+        try:
+            value, end = _DECODER.raw_decode(text, index)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        out.append(value)
+        index = end
+        while index < len(text) and text[index] in " \t\r":
+            index += 1
+    return out
+
+
+def _read_line(raw: bytes, offset: int, number: int, problems: list[Problem]) -> list[Record]:
+    stripped = raw.replace(b"\0", b"")
+    if len(stripped) != len(raw):
+        problems.append(
+            Problem(
+                message=f"{len(raw) - len(stripped)} NUL bytes (a power loss leaves them)",
+                line=number,
+                offset=offset,
+            )
+        )
+    if not stripped.strip():
+        return []
+    try:
+        text = stripped.decode("utf-8")
+    except UnicodeDecodeError:
+        problems.append(Problem(message="not UTF-8; kept, not read", line=number, offset=offset))
+        return []
+    objects = _objects(text.strip())
+    if objects is not None:
+        if len(objects) > 1:
+            problems.append(
+                Problem(
+                    message=f"{len(objects)} records glued on one line", line=number, offset=offset
+                )
+            )
+        return [Record(offset=offset, line=number, data=item) for item in objects]
+    # A partial write followed by the next append: find where a whole record
+    # (or several) starts, and report the fragment before it.
+    position = text.find('{"', 1)
+    while position != -1:
+        rest = _objects(text[position:].strip())
+        if rest is not None:
+            problems.append(
+                Problem(
+                    message=f"a cut-off record of {position} characters glued before the next one; "
+                    "kept, not read",
+                    line=number,
+                    offset=offset,
+                )
+            )
+            return [Record(offset=offset + position, line=number, data=item) for item in rest]
+        position = text.find('{"', position + 1)
+    problems.append(
+        Problem(message="not a JSON record; kept, not read", line=number, offset=offset)
+    )
+    return []
+
+
+def parse(data: bytes) -> Parsed:
+    """Read every record of a foreign JSONL file's bytes. Never raises for
+    damage: it is reported, and the bytes are left where they are."""
+    records: list[Record] = []
+    problems: list[Problem] = []
+    torn: TornTail | None = None
+    missing_newline = False
+    offset = 0
+    number = 0
+    size = len(data)
+    while offset < size:
+        number += 1
+        end = data.find(b"\n", offset)
+        if end == -1:
+            raw = data[offset:]
+            found = _read_line(raw, offset, number, [])
+            text_ok = found and raw.strip(b"\0 \t\r").endswith(b"}")
+            if text_ok:
+                records.extend(found)
+                missing_newline = True
+            elif raw.strip(b"\0 \t\r"):
+                torn = TornTail(offset=offset, size_bytes=size - offset)
+            break
+        records.extend(_read_line(data[offset:end], offset, number, problems))
+        offset = end + 1
+    return Parsed(
+        records=tuple(records),
+        problems=tuple(problems),
+        torn=torn,
+        missing_newline=missing_newline,
+        size_bytes=size,
+    )
+
+
+def read_file(path: str) -> bytes:
+    size = os.stat(path).st_size
+    if size > MAX_FOREIGN_BYTES:
+        raise UsageError(
+            f"{path} is {size} bytes, over the {MAX_FOREIGN_BYTES}-byte limit for one transcript",
+            hint="split the file, or repair it by hand",
+        )
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def read_tail(path: str, size_bytes: int = SCAN_TAIL_BYTES) -> tuple[bytes, bool]:
+    """The last `size_bytes` of a file, from its first whole line; and whether
+    that is the whole file."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        start = max(0, size - size_bytes)
+        f.seek(start)
+        data = f.read(size - start)
+    if start:
+        cut = data.find(b"\n")
+        data = data[cut + 1 :] if cut != -1 else b""
+    return data, start == 0
+
+
+# -- liveness -------------------------------------------------------------------------
+
+
+def holders(path: str) -> list[int]:
+    """Pids of processes that hold the file open (Linux's /proc; empty elsewhere)."""
+    target = os.path.realpath(path)
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            fd_dir = f"/proc/{name}/fd"
+            with contextlib.suppress(OSError):
+                for fd in os.listdir(fd_dir):
+                    with contextlib.suppress(OSError):
+                        if os.readlink(f"{fd_dir}/{fd}") == target:
+                            found.append(int(name))
+                            break
+    return found
+
+
+def refuse_if_live(path: str, *, window_s: float = LIVE_WINDOW_S) -> None:
+    """Refuse a file its tool may still be writing: held open by a process, or
+    modified in the last `window_s` seconds."""
+    pids = holders(path)
+    if pids:
+        raise SessionLockedError(
+            f"{path} is open in process {', '.join(map(str, pids))}; its tool may still be "
+            "writing it",
+            pid=pids[0],
+        )
+    age_s = time.time() - os.stat(path).st_mtime
+    if age_s < window_s:
+        raise SessionLockedError(
+            f"{path} was modified {age_s:.1f} s ago; its tool may still be writing it "
+            f"(wait {window_s:g} s, or pass --force)"
+        )
+
+
+# -- writing ----------------------------------------------------------------------------
+
+
+def quarantine(path: str, torn: TornTail) -> TornTail:
+    """Copy a torn final fragment to `<file>.torn-<offset>` (synced), then cut
+    it from the file: the only bytes of a foreign file turnlog ever moves."""
+    directory = os.path.dirname(os.path.abspath(path))
+    with open(path, "rb") as f:
+        f.seek(torn.offset)
+        data = f.read(torn.size_bytes)
+    sidecar = f"{path}.torn-{torn.offset}"
+    for attempt in range(100):
+        name = sidecar if attempt == 0 else f"{sidecar}.{attempt}"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        break
+    else:
+        raise StoreIOError(f"too many torn-fragment sidecars for {path}")
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, torn.offset)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return TornTail(offset=torn.offset, size_bytes=torn.size_bytes, sidecar=name)
+
+
+def append_lines(path: str, lines: Iterator[bytes] | list[bytes], *, newline_first: bool) -> int:
+    """Append whole lines in one write and sync them; returns the bytes written."""
+    data = (b"\n" if newline_first else b"") + b"".join(line + b"\n" for line in lines)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return len(data)

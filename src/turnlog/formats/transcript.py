@@ -1,0 +1,154 @@
+"""A foreign transcript read as turnlog events: the turn structure importers share."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import msgspec
+
+from turnlog import events as ev
+from turnlog.damage import Problem, TornTail
+from turnlog.events import Content, Event, Origin, ToolCall
+from turnlog.fold import Fold
+
+IMPORT = Origin.IMPORT.value
+
+
+class Call(msgspec.Struct, kw_only=True):
+    """What the foreign file shows about one tool call."""
+
+    call_id: str
+    name: str
+    # How the tool writes its output line (Codex: "function", "custom"; Claude
+    # Code: "tool_use").
+    kind: str = "function"
+    # The line that asked for it (Claude Code: its assistant line's uuid).
+    asked_by: str | None = None
+    # An output line for it is in the file.
+    answered: bool = False
+    # The real output, recorded by a line that is not model input (Codex's
+    # `exec_command_end`), when the output line itself never reached the file.
+    recorded_output: str | None = None
+
+
+class Transcript(msgspec.Struct, kw_only=True):
+    """One conversation of a foreign file, as turnlog events (`origin: import`),
+    with what a repair of the file in its own format needs."""
+
+    kind: str
+    session_id: str
+    events: list[Event]
+    calls: dict[str, Call]
+    problems: tuple[Problem, ...] = ()
+    torn: TornTail | None = None
+    missing_newline: bool = False
+    # Line types read but not imported, and lines skipped, by reason.
+    counted: dict[str, int] = msgspec.field(default_factory=dict)
+    # The newest line of the main chain (Claude Code), whose envelope a repair copies.
+    tip: dict[str, Any] | None = None
+    # Subagents, each linked to its parent by `spawned_by` in its header.
+    children: list[Transcript] = msgspec.field(default_factory=list)
+    # The file's format variant, for writing lines the same way (Codex legacy).
+    variant: str = ""
+
+
+class Builder:
+    """Builds a valid turnlog event sequence from foreign lines: turn and step
+    boundaries where the foreign format implies them, results where it shows them."""
+
+    def __init__(self, header: ev.Session, ts: str | None) -> None:
+        self.events: list[Event] = []
+        self.fold = Fold(keep_transcript=False)
+        self.counted: Counter[str] = Counter()
+        self._last_role: str | None = None
+        self._last_calls = False
+        self._turns = 0
+        self._steps = 0
+        self.add(header, ts)
+
+    def add(self, data: ev.EventData, ts: str | None, origin: str | None = IMPORT) -> Event:
+        event = Event(seq=len(self.events), data=data, ts=ts, origin=origin)
+        self.events.append(event)
+        self.fold.apply(event)
+        return event
+
+    @property
+    def turn_open(self) -> bool:
+        return self.fold.turn_open
+
+    def start_turn(self, ts: str | None) -> None:
+        self._turns += 1
+        self._steps = 0
+        self.add(ev.TurnStart(turn=self._turns), ts)
+
+    def end_turn(self, reason: str, ts: str | None) -> None:
+        if not self.fold.turn_open:
+            return
+        if self.fold.step_open:
+            self.add(ev.StepEnd(turn=self._turns, step=self._steps, outcome="ok"), ts)
+        self.add(ev.TurnEnd(reason=reason, turn=self._turns, steps=self._steps), ts)
+
+    def prompt(self, content: Content, ts: str | None, *, injected: str | None = None) -> None:
+        """A user's prompt: the turn before it is over, a new one begins."""
+        self.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
+        self.user(content, ts, injected=injected)
+        self.start_turn(ts)
+
+    def user(self, content: Content, ts: str | None, *, injected: str | None = None) -> None:
+        self.add(ev.UserMessage(content=content, injected=injected), ts)
+        self._last_role, self._last_calls = "user", False
+
+    def assistant(self, content: Content, calls: list[ToolCall], ts: str | None) -> None:
+        if not self.fold.turn_open:
+            self.start_turn(ts)
+        if self.fold.step_open:
+            self.add(ev.StepEnd(turn=self._turns, step=self._steps, outcome="ok"), ts)
+        self._steps += 1
+        self.add(ev.StepStart(turn=self._turns, step=self._steps), ts)
+        self.add(ev.AssistantMessage(content=content, tool_calls=calls), ts)
+        self._last_role, self._last_calls = "assistant", bool(calls)
+
+    def dispatch(self, call: Call, ts: str | None) -> None:
+        """Evidence that a call started, before any result: a `tool_dispatch`."""
+        if call.call_id in self.fold.owed_in_open_turn() and not self.fold.is_dispatched(
+            call.call_id
+        ):
+            self.add(ev.ToolDispatch(call_id=call.call_id, name=call.name), ts)
+
+    def result(
+        self, call_id: str, name: str | None, content: Content, is_error: bool, ts: str | None
+    ) -> None:
+        if not self.fold.turn_open:
+            # A result with no turn around it (a resumed file's first lines, say).
+            self.start_turn(ts)
+        self.add(ev.ToolResult(call_id=call_id, name=name, content=content, is_error=is_error), ts)
+        self._last_role, self._last_calls = "tool", False
+
+    def finish(self, ts: str | None) -> list[Event]:
+        """Close the last turn when the file shows it finished: its last message
+        answers without asking for tools. Otherwise it stays open, as a crash
+        left it, for recovery to judge."""
+        if (
+            self.fold.turn_open
+            and not self.fold.owed_in_open_turn()
+            and self._last_role == "assistant"
+            and not self._last_calls
+        ):
+            self.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
+        return self.events
+
+
+def text_of(value: Any) -> str:
+    """Plain text of a foreign content value: a string, a list of blocks, or an object."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(text_of(item) for item in value if item is not None)
+    if isinstance(value, dict):
+        for key in ("text", "content", "output"):
+            if key in value:
+                return text_of(value[key])
+    return msgspec.json.encode(value).decode()
