@@ -123,9 +123,7 @@ def owed_outputs(transcript: Transcript) -> tuple[OwedOutput, ...]:
         if call is None or call.answered:
             continue
         if call.recorded_output is not None:
-            text = (
-                f"{codex.RECORDED_NOTE.format(event='exec_command_end')}\n\n{call.recorded_output}"
-            )
+            text = call.recorded_output
             out.append(
                 OwedOutput(
                     call_id=call.call_id, name=call.name, risk=None, text=text, recorded=True
