@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -13,7 +14,13 @@ import click
 import msgspec
 
 from turnlog import events as ev
-from turnlog.errors import FormatError, SessionLockedError, TurnlogError, UsageError
+from turnlog.errors import (
+    FormatError,
+    NotASessionError,
+    SessionLockedError,
+    TurnlogError,
+    UsageError,
+)
 from turnlog.fold import Fold, Message
 from turnlog.fork import fork_session
 from turnlog.log import utc_now
@@ -720,6 +727,187 @@ def _progress(console: Console, ids: list[str], what: str, *, as_json: bool) -> 
     from rich.progress import track
 
     return track(ids, description=what, console=console, transient=True)
+
+
+KIND_CHOICE = click.Choice(["claude-code", "codex"])
+
+
+@main.command("doctor")
+@click.argument("kind", type=KIND_CHOICE)
+@click.argument("path", metavar="FILE|DIR", required=False)
+@click.option(
+    "--all",
+    "scan_all",
+    is_flag=True,
+    help="Scan a folder (default ~/.claude/projects or ~/.codex/sessions) for sessions that "
+    "will not resume, and repair them after one confirmation.",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would be appended; write nothing.")
+@click.option("--yes", is_flag=True, help="Repair without asking (for scripts).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Repair a file that looks live (open in a process, or modified seconds ago).",
+)
+@json_option
+@_reports_errors
+def doctor_command(
+    kind: str,
+    path: str | None,
+    scan_all: bool,
+    dry_run: bool,
+    yes: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Repair a Claude Code or Codex session that will not resume, in its own
+    format, by appending only.
+
+    Claude Code: one `user` line answering every orphan tool call with an
+    error result that says what is known. Codex: one output item per orphan
+    call, with the real output where Codex recorded it. A torn final fragment
+    is moved to a sidecar first; no other byte changes. A healthy or
+    user-interrupted session is left alone; a second run appends nothing.
+    Exits 0 when repaired or nothing to repair, 1 when --dry-run finds a
+    repair to make, 4 when the file looks live.
+    """
+    from turnlog.rescue import DEFAULT_FOLDERS, diagnose, doctor, scan_folder
+
+    console = _console()
+    if scan_all:
+        folder = os.path.expanduser(path or DEFAULT_FOLDERS[kind])
+        if not os.path.isdir(folder):
+            raise UsageError(f"{folder} is not a folder", hint="pass the folder to scan")
+        found = scan_folder(
+            kind,
+            folder,
+            progress=lambda files: _progress(console, list(files), "scanning", as_json=as_json),
+        )
+        targets = [item.path for item in found]
+    else:
+        if path is None:
+            raise UsageError("doctor needs a FILE, or --all to scan a folder")
+        _check_foreign(path, kind)
+        targets = [path]
+        found = [diagnose(path, kind)]
+    wanted = [item for item in found if item.needs_repair]
+    if not as_json:
+        for item in found:
+            _print_diagnosis(console, item)
+        if scan_all and not wanted:
+            console.print(f"nothing to repair in {folder}")
+    if wanted and not dry_run and not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(
+                "not repairing without a confirmation",
+                hint="pass --yes to repair without asking, or --dry-run to look only",
+            )
+        if not click.confirm(f"append the repairs to {len(wanted)} file(s)?", default=False):
+            sys.exit(EXIT_FINDINGS)
+    done = (
+        [doctor(target, kind, dry_run=dry_run, force=force) for target in targets]
+        if wanted or not scan_all
+        else []
+    )
+    if as_json:
+        _emit_json({"repairs": [_to_builtins(repair) for repair in done]})
+    else:
+        for repair in done:
+            where = repair.diagnosis.path
+            moved = repair.torn_tail
+            if moved is not None:
+                console.print(
+                    f"{where}: moved a torn fragment of {moved.size_bytes} bytes to {moved.sidecar}"
+                )
+            if repair.action == "repaired" and repair.appended_bytes:
+                lines = len(repair.diagnosis.lines)
+                console.print(f"{where}: appended {lines} line(s), {repair.appended_bytes} bytes")
+            elif repair.action != "repaired":
+                console.print(f"{where}: {repair.action}")
+    if dry_run and wanted:
+        sys.exit(EXIT_FINDINGS)
+
+
+def _check_foreign(path: str, kind: str) -> None:
+    """Prove the file is the kind of transcript named before touching it."""
+    from turnlog.formats.sniff import sniff
+
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory", hint="pass a session file, or --all DIR")
+    with open(path, "rb") as f:
+        first = f.readline(1 << 20)
+    found = sniff(first)
+    if found != kind:
+        what = (
+            "a turnlog session"
+            if first.startswith(b'{"seq":0')
+            else (f"a {found} transcript" if found else "not a transcript turnlog knows")
+        )
+        raise NotASessionError(
+            f"{path} does not look like a {kind} transcript (it looks like {what}); "
+            "it was left unchanged",
+            hint="name the right kind; turnlog sessions are repaired with `turnlog recover`",
+        )
+
+
+def _print_diagnosis(console: Console, item: Any) -> None:
+    console.print(f"{item.path}: {item.kind} session {item.session_id}, {item.status}")
+    for owed in item.owed:
+        what = "real output recorded elsewhere" if owed.recorded else owed.risk
+        console.print(f"  owes {owed.call_id} ({owed.name}): {what}")
+    if item.torn_tail is not None:
+        console.print(
+            f"  torn final fragment: {item.torn_tail.size_bytes} bytes at {item.torn_tail.offset}"
+        )
+    for problem in item.problems:
+        where = f"line {problem.line}: " if problem.line else ""
+        console.print(f"  found: {where}{problem.message}", style="yellow")
+
+
+@main.command("import")
+@click.argument("kind", type=click.Choice(["claude-code", "codex", "auto"]))
+@click.argument("files", metavar="FILE...", nargs=-1, required=True)
+@store_option
+@json_option
+@_reports_errors
+def import_command(kind: str, files: tuple[str, ...], store_url: str | None, as_json: bool) -> None:
+    """Import Claude Code or Codex sessions (and their subagents) into a turnlog store.
+
+    The files are only read. Each becomes a session of `origin: import` events,
+    so `inspect`, `show`, `export`, `recover` and `revive` work on it. Exits 3
+    if any file could not be imported (the others are).
+    """
+    from turnlog.rescue import import_file
+
+    store = store_from_url(store_url)
+    store.init()
+    console = _console()
+    results: list[dict[str, Any]] = []
+    failed = False
+    for path in files:
+        try:
+            if kind != "auto":
+                _check_foreign(path, kind)
+            done = import_file(store, path, kind)
+        except (TurnlogError, OSError) as error:
+            failed = True
+            message = error.message if isinstance(error, TurnlogError) else str(error)
+            hint = error.hint if isinstance(error, TurnlogError) else ""
+            results.append({"path": path, "error": message, "hint": hint})
+            if not as_json:
+                click.echo(f"error: {path}: {message}", err=True)
+                if hint:
+                    click.echo(f"hint: {hint}", err=True)
+            continue
+        results.append(_to_builtins(done))
+        if not as_json:
+            extra = f", {len(done.subagents)} subagent(s)" if done.subagents else ""
+            facts = f"{done.events} events, {done.status}{extra}"
+            console.print(f"{path}: imported as {done.session_id} ({facts})")
+    if as_json:
+        _emit_json({"store": store.url, "imported": results})
+    if failed:
+        sys.exit(EXIT_UNREADABLE)
 
 
 @main.command("demo")

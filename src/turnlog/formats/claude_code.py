@@ -57,13 +57,24 @@ def _main_chain(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict
         keep.add(node["uuid"])
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
         node = by_uuid.get(parent) if isinstance(parent, str) else None
+
+    def response_id(record: dict[str, Any]) -> Any:
+        message = record.get("message")
+        return message.get("id") if isinstance(message, dict) else None
+
+    # The other lines of a response on the chain (a parallel call's tool_use
+    # line may sit on a side branch), and results branching off the chain.
+    responses = {response_id(by_uuid[u]) for u in keep if by_uuid[u].get("type") == "assistant"}
     changed = True
     while changed:
         changed = False
         for record in chain_lines:
-            if record["uuid"] in keep or record.get("parentUuid") not in keep:
+            if record["uuid"] in keep:
                 continue
-            if record.get("type") == "user" or record.get("type") == "system":
+            kind = record.get("type")
+            same_response = kind == "assistant" and response_id(record) in responses - {None}
+            branch = record.get("parentUuid") in keep and kind in ("user", "system")
+            if same_response or branch:
                 keep.add(record["uuid"])
                 changed = True
     if len(keep) == 1 and len(chain_lines) > 1:
