@@ -29,7 +29,7 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --group bench
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py; status=$$?; $(BIN)/python bench/rescue_scan.py && exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

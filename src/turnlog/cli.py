@@ -771,7 +771,7 @@ def doctor_command(
     Exits 0 when repaired or nothing to repair, 1 when --dry-run finds a
     repair to make, 4 when the file looks live.
     """
-    from turnlog.rescue import DEFAULT_FOLDERS, diagnose, doctor, scan_folder
+    from turnlog.rescue import DEFAULT_FOLDERS, Repair, diagnose, doctor, scan_folder
 
     console = _console()
     if scan_all:
@@ -783,12 +783,10 @@ def doctor_command(
             folder,
             progress=lambda files: _progress(console, list(files), "scanning", as_json=as_json),
         )
-        targets = [item.path for item in found]
     else:
         if path is None:
             raise UsageError("doctor needs a FILE, or --all to scan a folder")
         _check_foreign(path, kind)
-        targets = [path]
         found = [diagnose(path, kind)]
     wanted = [item for item in found if item.needs_repair]
     if not as_json:
@@ -804,11 +802,18 @@ def doctor_command(
             )
         if not click.confirm(f"append the repairs to {len(wanted)} file(s)?", default=False):
             sys.exit(EXIT_FINDINGS)
-    done = (
-        [doctor(target, kind, dry_run=dry_run, force=force) for target in targets]
-        if wanted or not scan_all
-        else []
-    )
+    # A folder reports the sessions that need a repair; one file always reports.
+    listed = wanted if scan_all else found
+    if dry_run:
+        done = [
+            Repair(
+                diagnosis=item, action="would repair" if item.needs_repair else "nothing to repair"
+            )
+            for item in listed
+        ]
+    else:
+        # The repair reads each file whole again: a scan judged from tails.
+        done = [doctor(item.path, kind, force=force) for item in listed]
     if as_json:
         _emit_json({"repairs": [_to_builtins(repair) for repair in done]})
     else:

@@ -18,6 +18,8 @@ from turnlog.errors import NotASessionError, SessionExistsError, UsageError
 from turnlog.fold import Fold
 from turnlog.formats import claude_code, codex
 from turnlog.formats.foreign import (
+    MAX_SCAN_TAIL_BYTES,
+    SCAN_TAIL_BYTES,
     append_lines,
     parse,
     quarantine,
@@ -200,7 +202,10 @@ def _codex_lines(transcript: Transcript, owed: Sequence[OwedOutput]) -> list[str
 
 def diagnose(path: str, kind: str = "auto") -> Diagnosis:
     """Read a transcript and say what `doctor` would append; writes nothing."""
-    transcript = read_transcript(path, kind)
+    return _diagnosis(path, read_transcript(path, kind))
+
+
+def _diagnosis(path: str, transcript: Transcript) -> Diagnosis:
     owed = owed_outputs(transcript)
     if owed:
         lines = (
@@ -298,18 +303,27 @@ def session_files(kind: str, folder: str) -> list[str]:
     )
 
 
-def tail_needs_look(kind: str, path: str) -> bool:
-    """Whether the file's tail shows a crash (an orphan call in the last turn) or
-    a torn end: read from the tail only, so a folder scans in time."""
-    data, _ = read_tail(path)
-    parsed = parse(data)
-    if parsed.torn is not None:
-        return True
-    if kind == CLAUDE_CODE:
-        transcript = claude_code.from_parsed(parsed, path, subagents=False)
-    else:
-        transcript = codex.from_parsed(parsed, path)
-    return bool(owed_outputs(transcript))
+def _tail_transcript(kind: str, path: str) -> Transcript:
+    """The transcript of the file's tail: from a window that holds an assistant
+    line (where any orphan call was asked), growing it until it does."""
+    size = SCAN_TAIL_BYTES
+    while True:
+        data, whole = read_tail(path, size)
+        parsed = parse(data)
+        if kind == CLAUDE_CODE:
+            transcript = claude_code.from_parsed(parsed, path, subagents=False)
+        else:
+            transcript = codex.from_parsed(parsed, path)
+        asked = any(isinstance(e.data, ev.AssistantMessage) for e in transcript.events)
+        if asked or whole or size >= MAX_SCAN_TAIL_BYTES:
+            return transcript
+        size *= 4
+
+
+def tail_diagnosis(kind: str, path: str) -> Diagnosis:
+    """What `diagnose` would say, from the file's tail only: for scanning a
+    folder in time. The repair itself reads the whole file again."""
+    return _diagnosis(path, _tail_transcript(kind, path))
 
 
 def scan_folder(
@@ -318,19 +332,18 @@ def scan_folder(
     *,
     progress: Callable[[Sequence[str]], Iterable[str]] | None = None,
 ) -> list[Diagnosis]:
-    """Every session under `folder` that will not resume, from the tails first;
-    the ones flagged are then read whole for their repair."""
+    """Every session under `folder` that will not resume, judged from the tails."""
     files = session_files(kind, folder)
     walk = progress(files) if progress is not None else files
-    flagged = [path for path in walk if _safe_flag(kind, path)]
-    return [found for found in (diagnose(path, kind) for path in flagged) if found.needs_repair]
-
-
-def _safe_flag(kind: str, path: str) -> bool:
-    try:
-        return tail_needs_look(kind, path)
-    except OSError:
-        return False
+    out = []
+    for path in walk:
+        try:
+            found = tail_diagnosis(kind, path)
+        except OSError:
+            continue
+        if found.needs_repair:
+            out.append(found)
+    return out
 
 
 # -- import -------------------------------------------------------------------------------

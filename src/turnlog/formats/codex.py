@@ -52,11 +52,15 @@ def output_text(output: Any) -> tuple[str, bool]:
 def _envelopes(records: list[dict[str, Any]]) -> tuple[list[tuple[str, str | None, Any]], str]:
     """(type, timestamp, payload) per line, for the envelope format and the
     oldest one (a bare first line, then bare items and state lines)."""
-    if records and "payload" not in records[0] and "id" in records[0]:
-        out: list[tuple[str, str | None, Any]] = [
-            ("session_meta", records[0].get("timestamp"), records[0])
-        ]
-        for record in records[1:]:
+    if records and not any("payload" in record for record in records):
+        # The oldest format: a bare first line, then bare items (or, in a
+        # tail read, only the items).
+        out: list[tuple[str, str | None, Any]] = []
+        rest = records
+        if "instructions" in records[0] or "git" in records[0]:
+            out.append(("session_meta", records[0].get("timestamp"), records[0]))
+            rest = records[1:]
+        for record in rest:
             if "record_type" in record:
                 out.append(("state", None, record))
             else:

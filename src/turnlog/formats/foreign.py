@@ -18,8 +18,10 @@ from turnlog.errors import SessionLockedError, StoreIOError, UsageError
 LIVE_WINDOW_S: Final = 10.0
 # A foreign file is read whole to repair it; past this it is refused.
 MAX_FOREIGN_BYTES: Final = 4 * 1024**3
-# The tail a directory scan reads of each file before deciding it needs a look.
-SCAN_TAIL_BYTES: Final = 256 * 1024
+# The tail a directory scan reads of each file first, and the most it reads
+# when the first window holds no turn boundary to judge from.
+SCAN_TAIL_BYTES: Final = 64 * 1024
+MAX_SCAN_TAIL_BYTES: Final = 8 * 1024 * 1024
 _DECODER: Final = json.JSONDecoder()
 
 
