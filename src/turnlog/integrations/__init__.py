@@ -1,0 +1,1 @@
+"""turnlog under agent frameworks: one module per framework, imported only when used."""

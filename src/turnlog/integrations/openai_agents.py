@@ -1,0 +1,264 @@
+"""turnlog under the OpenAI Agents SDK: a `Session` and `RunHooks` that write ahead.
+
+    session = TurnlogSession("sessions", "support-42")
+    result = await Runner.run(agent, text, session=session, hooks=session.hooks)
+
+The hooks write the model's reply (with its function calls) when the model
+returns, a durable `tool_dispatch` before each tool body runs, and the
+result when it ends; the SDK saves its items after the tools finish, and
+items already recorded are not written twice. After a crash, `turnlog
+recover` (or `turnlog.revive`) answers the owed calls, and `get_items`
+hands the SDK the call with its synthetic output under the same id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from agents import RunHooks
+from agents.items import ModelResponse
+
+from turnlog import events as ev
+from turnlog.aio import AsyncLog
+from turnlog.events import ToolCall
+from turnlog.formats.transcript import text_of as _text
+from turnlog.log import open as open_log
+from turnlog.providers import openai_responses
+from turnlog.stores import Store
+
+# Items the SDK hands over that turnlog has no message for are kept as this.
+_ITEM_EVENT = "x_openai_agents_item"
+_HIDE_EVENT = "x_openai_agents_hide"
+_CLEAR_EVENT = "x_openai_agents_clear"
+
+
+def _data(item: Any) -> dict[str, Any]:
+    if isinstance(item, dict):
+        return dict(item)
+    dumped: dict[str, Any] = item.model_dump(mode="json", exclude_none=True)
+    return dumped
+
+
+class TurnlogSession:
+    """The Agents SDK's `Session` protocol on a turnlog session.
+
+    Items are Responses-API dicts rendered from the log. `pop_item` and
+    `clear_session` never delete events (the log is append-only): they append
+    an event that hides items from `get_items`, and the hidden items stay in
+    the log for `turnlog show` and audits.
+    """
+
+    session_settings: Any = None
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Store,
+        session_id: str | None = None,
+        **options: Any,
+    ) -> None:
+        self._log = AsyncLog(open_log(target, session_id, **options))
+        self.session_id = self._log.session_id
+        self.hooks = TurnlogHooks(self)
+        # Item keys (seq, index) hidden by pop_item, and the seq clear_session hid up to.
+        self._hidden: set[tuple[int, int]] = set()
+        self._cleared_through = -1
+        for event in self._log.store.iter_events(self.session_id):
+            self._note_hiding(event)
+        # Response output item ids already recorded (by the hooks), so the
+        # SDK's later add_items does not write them twice.
+        self._item_ids: set[str] = set()
+
+    @property
+    def log(self) -> AsyncLog:
+        return self._log
+
+    def _note_hiding(self, event: ev.Event) -> None:
+        data = event.data
+        if isinstance(data, ev.Custom) and data.type == _HIDE_EVENT:
+            self._hidden.add((int(data.fields["seq"]), int(data.fields["index"])))
+        elif isinstance(data, ev.Custom) and data.type == _CLEAR_EVENT:
+            self._cleared_through = int(data.fields["through_seq"])
+
+    # -- the Session protocol ---------------------------------------------------------
+
+    async def _items(self) -> list[tuple[tuple[int, int], dict[str, Any]]]:
+        out = []
+        for message in await self._log.messages():
+            if message.seq <= self._cleared_through:
+                continue
+            rendered = openai_responses.render([message])["input"]
+            for index, item in enumerate(rendered):
+                key = (message.seq, index)
+                if key not in self._hidden:
+                    out.append((key, item))
+        return out
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The conversation as Responses input items, oldest first (the newest
+        `limit` when given), synthetic results included."""
+        items = [item for _, item in await self._items()]
+        return items[-limit:] if limit else items
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Record what the SDK saves, skipping what the hooks already wrote."""
+        for raw in items:
+            await self._add_item(_data(raw))
+
+    async def _add_item(self, item: dict[str, Any]) -> None:
+        kind = item.get("type", "message" if "role" in item else None)
+        log = self._log
+        verdict = log.verdict()
+        owed = {call.call_id for call in verdict.owed}
+        if kind == "message" and item.get("role") in ("user", "system", "developer"):
+            text = _text(item.get("content"))
+            if item.get("role") == "user":
+                await log.user(text)
+            else:
+                await log.append(ev.SystemMessage(content=text))
+            return
+        if item.get("id") in self._item_ids:
+            return
+        if kind == "function_call":
+            call_id = str(item.get("call_id"))
+            if call_id in owed or self._asked(call_id):
+                return
+            await self._ensure_step()
+            await log.assistant("", [_tool_call(item)])
+        elif kind == "function_call_output":
+            call_id = str(item.get("call_id"))
+            if call_id not in owed:
+                return  # the hooks recorded it, or recovery answered it
+            await log.append(
+                ev.ToolResult(
+                    call_id=call_id, content=_text(item.get("output")) or str(item.get("output"))
+                ),
+                allow_undispatched=True,
+            )
+        elif kind == "message" and item.get("role") == "assistant":
+            await self._ensure_step()
+            await log.assistant([{"type": "text", "text": _text(item.get("content"))}])
+        elif kind == "reasoning":
+            await self._ensure_step()
+            await log.assistant([item])
+        else:
+            await log.append(ev.Custom(type=_ITEM_EVENT, fields=item))
+
+    def _asked(self, call_id: str) -> bool:
+        turn = self._log.verdict().open_turn
+        return turn is not None and any(call.call_id == call_id for call in turn.calls)
+
+    async def _ensure_step(self) -> None:
+        found = self._log.verdict()
+        if found.open_turn is None:
+            await self._log.append(ev.TurnStart())
+            found = self._log.verdict()
+        assert found.open_turn is not None
+        if found.open_turn.open_step is None:
+            await self._log.append(ev.StepStart(step=found.open_turn.steps + 1))
+
+    async def pop_item(self) -> Any | None:
+        """Hide the newest item and return it. Appends an event that hides it;
+        the item itself stays in the log."""
+        items = await self._items()
+        if not items:
+            return None
+        (seq, index), item = items[-1]
+        await self._log.append(ev.Custom(type=_HIDE_EVENT, fields={"seq": seq, "index": index}))
+        self._hidden.add((seq, index))
+        return item
+
+    async def clear_session(self) -> None:
+        """Hide every item so far. Appends an event; nothing is deleted."""
+        through = self._log.verdict().next_seq - 1
+        await self._log.append(ev.Custom(type=_CLEAR_EVENT, fields={"through_seq": through}))
+        self._cleared_through = through
+
+    async def close(self) -> None:
+        await self._log.close()
+
+
+def _tool_call(item: dict[str, Any]) -> ToolCall:
+    raw = item.get("arguments")
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else (raw or {})
+    except ValueError:
+        arguments = {"raw": raw}
+    extra = {"item_id": item["id"]} if isinstance(item.get("id"), str) else None
+    return ToolCall(
+        id=str(item.get("call_id")), name=str(item.get("name")), arguments=arguments, extra=extra
+    )
+
+
+class TurnlogHooks(RunHooks[Any]):
+    """Writes ahead of the SDK: the reply when the model returns, a durable
+    dispatch before each tool body, the result after it."""
+
+    def __init__(self, session: TurnlogSession) -> None:
+        self._session = session
+
+    @property
+    def _log(self) -> AsyncLog:
+        return self._session.log
+
+    async def on_llm_start(
+        self, context: Any, agent: Any, system_prompt: Any, input_items: Any
+    ) -> None:
+        log = self._log
+        found = log.verdict()
+        if found.open_turn is None:
+            await log.append(ev.TurnStart())
+            found = log.verdict()
+        assert found.open_turn is not None
+        if found.open_turn.open_step is not None:
+            await log.append(ev.StepEnd(step=found.open_turn.steps, outcome="ok"))
+        await log.append(ev.StepStart(step=found.open_turn.steps + 1))
+
+    async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
+        parts: list[Any] = []
+        calls: list[ToolCall] = []
+        for raw in response.output:
+            item = _data(raw)
+            if isinstance(item.get("id"), str):
+                self._session._item_ids.add(item["id"])
+            kind = item.get("type")
+            if kind == "function_call":
+                calls.append(_tool_call(item))
+            elif kind == "reasoning":
+                parts.append(item)
+            elif kind == "message":
+                parts.append(
+                    {
+                        "type": "text",
+                        "text": _text([c for c in item.get("content", []) if isinstance(c, dict)]),
+                    }
+                )
+        await self._log.assistant(parts, calls)
+
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+        call_id = getattr(context, "tool_call_id", None)
+        if call_id is None:
+            return
+        # Durable before the SDK runs the tool body: recovery's "not started"
+        # rests on it.
+        await self._log.append(
+            ev.ToolDispatch(call_id=call_id, name=getattr(tool, "name", None)), sync=True
+        )
+
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
+        call_id = getattr(context, "tool_call_id", None)
+        if call_id is None:
+            return
+        await self._log.append(
+            ev.ToolResult(call_id=call_id, name=getattr(tool, "name", None), content=str(result))
+        )
+
+    async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+        log = self._log
+        found = log.verdict()
+        if found.open_turn is None or found.owed:
+            return
+        if found.open_turn.open_step is not None:
+            await log.append(ev.StepEnd(step=found.open_turn.steps, outcome="ok"))
+        await log.append(ev.TurnEnd(reason="complete", steps=found.open_turn.steps))
