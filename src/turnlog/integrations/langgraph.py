@@ -141,27 +141,37 @@ class TurnlogToolWrapper:
         return result
 
     def finish(self, state: Any) -> None:
-        """Record the run's final answer and end the turn (call it after `invoke`)."""
+        """Record the run's final answer and end the turn (call it after `invoke`).
+
+        A run resumed after `recover_thread` answers in a turn of its own.
+        """
         messages = _messages(state)
+        last = messages[-1] if messages else None
+        if last is None or getattr(last, "type", None) != "ai" or getattr(last, "tool_calls", None):
+            return
+        answer = _text(last.content)
         with self._lock:
-            turn = self.log.verdict().open_turn
-            if turn is None or self.log.verdict().owed:
+            log = self.log
+            found = log.verdict()
+            if found.owed:
                 return
-            last = messages[-1] if messages else None
-            if (
-                last is not None
-                and getattr(last, "type", None) == "ai"
-                and not getattr(last, "tool_calls", None)
-            ):
-                if turn.open_step is not None:
-                    self.log.append(ev.StepEnd(step=turn.steps, outcome="ok"))
-                self.log.append(ev.StepStart(step=turn.steps + 1))
-                self.log.assistant(_text(last.content))
-                turn = self.log.verdict().open_turn
-                assert turn is not None
+            recorded = log.last_message()
+            if found.open_turn is None:
+                if (
+                    recorded is not None
+                    and recorded.role == "assistant"
+                    and (ev.content_text(recorded.content) == answer)
+                ):
+                    return
+                log.append(ev.TurnStart())
+            turn = log.verdict().open_turn
+            assert turn is not None
             if turn.open_step is not None:
-                self.log.append(ev.StepEnd(step=turn.steps, outcome="ok"))
-            self.log.append(ev.TurnEnd(reason="complete", steps=turn.steps))
+                log.append(ev.StepEnd(step=turn.steps, outcome="ok"))
+            log.append(ev.StepStart(step=turn.steps + 1))
+            log.assistant(answer)
+            log.append(ev.StepEnd(step=turn.steps + 1, outcome="ok"))
+            log.append(ev.TurnEnd(reason="complete", steps=turn.steps + 1))
 
     def close(self) -> None:
         self.log.close()

@@ -1,0 +1,256 @@
+"""A real framework running an agent with its own scripted model, whose `charge`
+tool records every real execution in a side file (synced) and can SIGKILL
+its own process: the crash the integrations must survive.
+
+    python framework_program.py FRAMEWORK MODE STORE SIDE [--parallel]
+
+FRAMEWORK: openai-agents | pydantic-ai | langgraph
+MODE: run (killed inside `charge`), resume; plain-run, plain-resume (the
+framework's own persistence, without turnlog). `resume` prints one JSON
+object: the final text and what the model was sent on resume.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+SESSION = "run-1"
+FINAL = "all charges settled"
+
+
+def record(side: str, amount: int) -> None:
+    fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, f"{amount}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if os.environ.get("KILL_AT") == str(amount):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def amounts(parallel: bool) -> list[int]:
+    return [1, 2] if parallel else [1]
+
+
+def report(final: str, calls: list[str], outputs: list[str]) -> None:
+    print(json.dumps({"final": final, "calls": calls, "outputs": outputs}))
+
+
+# -- OpenAI Agents SDK ---------------------------------------------------------------
+
+
+def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
+    from agents import Agent, Runner, SQLiteSession, function_tool
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    from turnlog.integrations.openai_agents import TurnlogSession
+
+    seen: list[list[dict[str, Any]]] = []
+
+    def respond(call: Any) -> Any:
+        items = [i if isinstance(i, dict) else i.model_dump() for i in call.input]
+        seen.append(items)
+        if any(i.get("type") == "function_call_output" for i in items):
+            return [assistant_message(FINAL)]
+        step = len(seen)
+        return [
+            function_call("charge", {"amount": a}, call_id=f"call_{step}_{a}")
+            for a in amounts(parallel)
+        ]
+
+    @function_tool
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        record(side, amount)
+        return f"charged {amount}"
+
+    model = ScriptedModel([ModelStep.respond(respond) for _ in range(4)])
+    agent = Agent(name="payer", model=model, tools=[charge])
+
+    async def main() -> None:
+        if mode.startswith("plain"):
+            Path(store).mkdir(parents=True, exist_ok=True)
+            session: Any = SQLiteSession(SESSION, str(Path(store) / "agents.db"))
+            hooks = None
+        else:
+            session = TurnlogSession(store, SESSION)
+            hooks = session.hooks
+        text = "charge the card" if mode.endswith("run") else "continue"
+        result = await Runner.run(agent, text, session=session, hooks=hooks)
+        if isinstance(session, TurnlogSession):
+            await session.close()
+        first = seen[0]
+        report(
+            str(result.final_output),
+            [i["call_id"] for i in first if i.get("type") == "function_call"],
+            [i["call_id"] for i in first if i.get("type") == "function_call_output"],
+        )
+
+    asyncio.run(main())
+
+
+# -- Pydantic AI ---------------------------------------------------------------------
+
+
+def pydantic_ai(mode: str, store: str, side: str, parallel: bool) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import (
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import FunctionModel
+
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    seen: list[list[Any]] = []
+
+    def respond(messages: list[Any], info: Any) -> ModelResponse:
+        seen.append(messages)
+        if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
+            return ModelResponse(parts=[TextPart(FINAL)])
+        return ModelResponse(
+            parts=[
+                ToolCallPart("charge", {"amount": a}, tool_call_id=f"call_{len(seen)}_{a}")
+                for a in amounts(parallel)
+            ]
+        )
+
+    agent = Agent(FunctionModel(respond))
+
+    @agent.tool_plain
+    def charge(amount: int) -> str:
+        record(side, amount)
+        return f"charged {amount}"
+
+    saved = Path(store) / "history.json"
+
+    class SaveHistory(AbstractCapability[Any]):
+        """What an app without turnlog does: persist the history after each reply."""
+
+        async def after_model_request(
+            self, ctx: Any, *, request_context: Any, response: Any
+        ) -> Any:
+            saved.write_bytes(ModelMessagesTypeAdapter.dump_json([*ctx.messages, response]))
+            return response
+
+    async def main() -> None:
+        if mode == "plain-run":
+            Path(store).mkdir(parents=True, exist_ok=True)
+            result = await agent.run("charge the card", capabilities=[SaveHistory()])
+        elif mode == "plain-resume":
+            history = ModelMessagesTypeAdapter.validate_json(saved.read_bytes())
+            result = await agent.run(None, message_history=history)
+        else:
+            cap = TurnlogCapability(store, SESSION)
+            text = "charge the card" if mode == "run" else "continue"
+            result = await agent.run(text, message_history=cap.messages(), capabilities=[cap])
+            await cap.close()
+        first = seen[0]
+        parts = [p for m in first for p in m.parts]
+        report(
+            str(result.output),
+            [p.tool_call_id for p in parts if isinstance(p, ToolCallPart)],
+            [
+                p.tool_call_id
+                for m in first
+                if isinstance(m, ModelRequest)
+                for p in m.parts
+                if isinstance(p, ToolReturnPart)
+            ],
+        )
+
+    asyncio.run(main())
+
+
+# -- LangGraph ------------------------------------------------------------------------
+
+
+def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
+    import sqlite3
+    from typing import Annotated, TypedDict
+
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import START, StateGraph
+    from langgraph.graph.message import add_messages
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from turnlog.integrations.langgraph import TurnlogToolWrapper, recover_thread
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        record(side, amount)
+        return f"charged {amount}"
+
+    class State(TypedDict):
+        messages: Annotated[list[Any], add_messages]
+
+    seen: list[list[Any]] = []
+
+    def model(state: State) -> dict[str, Any]:
+        messages = state["messages"]
+        seen.append(list(messages))
+        if any(isinstance(m, ToolMessage) for m in messages):
+            return {"messages": [AIMessage(content=FINAL)]}
+        calls = [
+            {"id": f"call_{len(seen)}_{a}", "name": "charge", "args": {"amount": a}}
+            for a in amounts(parallel)
+        ]
+        return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+    Path(store).mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(str(Path(store) / "checkpoints.db"), check_same_thread=False)
+    config: Any = {"configurable": {"thread_id": SESSION}}
+
+    def compiled(wrapper: TurnlogToolWrapper | None) -> Any:
+        graph = StateGraph(State)
+        graph.add_node("agent", model)
+        graph.add_node("tools", ToolNode([charge], wrap_tool_call=wrapper))
+        graph.add_edge(START, "agent")
+        graph.add_conditional_edges("agent", tools_condition)
+        graph.add_edge("tools", "agent")
+        return graph.compile(checkpointer=SqliteSaver(connection))
+
+    if mode == "resume":
+        # The thread gets the tool node's output from turnlog: the next step is the model.
+        recover_thread(compiled(None), config, store, SESSION)
+    wrapper = None if mode.startswith("plain") else TurnlogToolWrapper(store, SESSION)
+    app = compiled(wrapper)
+    if mode.endswith("run"):
+        start: Any = {"messages": [HumanMessage("charge the card")]}
+        out = app.invoke(start, config, durability="sync")
+    else:
+        out = app.invoke(None, config, durability="sync")
+    if wrapper is not None:
+        wrapper.finish(out)
+        wrapper.close()
+    first = seen[0]
+    report(
+        str(out["messages"][-1].content),
+        [c["id"] for m in first for c in (getattr(m, "tool_calls", None) or [])],
+        [m.tool_call_id for m in first if isinstance(m, ToolMessage)],
+    )
+
+
+def main(argv: list[str]) -> None:
+    framework, mode, store, side = argv[:4]
+    parallel = "--parallel" in argv
+    {"openai-agents": openai_agents, "pydantic-ai": pydantic_ai, "langgraph": langgraph}[framework](
+        mode, store, side, parallel
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
