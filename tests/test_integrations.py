@@ -90,3 +90,131 @@ def test_without_turnlog_the_same_crash_charges_twice(tmp_path: Path, framework:
     resumed = program(framework, "plain-resume", str(store), str(side))
     assert resumed.returncode == 0, resumed.stderr
     assert ran(side) == [1, 1]
+
+
+# -- in-process contracts ---------------------------------------------------------------
+
+
+def test_openai_agents_items_are_not_written_twice_and_pop_hides_without_deleting(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from turnlog import events as ev
+    from turnlog.integrations.openai_agents import TurnlogSession
+    from turnlog.stores import JSONLStore
+
+    @function_tool
+    def lookup(city: str) -> str:
+        """Look up the weather."""
+        return f"{city}: 3C"
+
+    model = ScriptedModel(
+        [
+            [function_call("lookup", {"city": "Oslo"}, call_id="c1")],
+            [assistant_message("It is 3C.", item_id="msg_final")],
+        ]
+    )
+    agent = Agent(name="w", model=model, tools=[lookup])
+    set_tracing_disabled(True)  # no network, no trace export
+
+    async def main() -> list[dict[str, object]]:
+        session = TurnlogSession(tmp_path, "w")
+        await Runner.run(agent, "Weather?", session=session, hooks=session.hooks)
+        items = await session.get_items()
+        before = (tmp_path / "w.jsonl").read_bytes()
+        popped = await session.pop_item()
+        assert popped == items[-1]
+        assert await session.get_items() == items[:-1]
+        assert await session.get_items(limit=1) == items[-2:-1]
+        await session.clear_session()
+        assert await session.get_items() == []
+        await session.close()
+        after = (tmp_path / "w.jsonl").read_bytes()
+        assert after.startswith(before)  # nothing deleted: hiding appends
+        return items
+
+    items = asyncio.run(main())
+    kinds = [i.get("type", "message") for i in items]
+    assert kinds == ["message", "function_call", "function_call_output", "message"]
+    events = JSONLStore(tmp_path).read("w")
+    assert sum(isinstance(e.data, ev.AssistantMessage) for e in events) == 2
+    assert sum(isinstance(e.data, ev.ToolResult) for e in events) == 1
+    assert sum(isinstance(e.data, ev.UserMessage) for e in events) == 1
+
+
+def test_pydantic_ai_messages_round_trip_thinking_and_tool_returns(tmp_path: Path) -> None:
+    from pydantic_ai import messages as pm
+
+    import turnlog
+    from turnlog.integrations.pydantic_ai import to_model_messages
+
+    with turnlog.open(tmp_path, "p") as log:
+        log.user("Weather?")
+        with log.turn(), log.step():
+            thinking = {"type": "thinking", "thinking": "Use the tool.", "signature": "sig=="}
+            call = turnlog.ToolCall(id="c1", name="weather", arguments={"city": "Oslo"})
+            log.assistant([thinking], [call])
+            with log.dispatch(call) as running:
+                running.result("3C")
+        messages = to_model_messages(log.messages)
+    request, response, answer = messages
+    assert isinstance(request, pm.ModelRequest) and isinstance(response, pm.ModelResponse)
+    think, tool_call = response.parts
+    assert isinstance(think, pm.ThinkingPart) and think.signature == "sig=="
+    assert isinstance(tool_call, pm.ToolCallPart) and tool_call.tool_call_id == "c1"
+    (returned,) = answer.parts
+    assert isinstance(returned, pm.ToolReturnPart)
+    assert (returned.tool_call_id, returned.tool_name, returned.content) == ("c1", "weather", "3C")
+
+
+def test_langgraph_async_tool_node_writes_ahead(tmp_path: Path) -> None:
+    import asyncio
+    from typing import Annotated, Any, TypedDict
+
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import START, StateGraph
+    from langgraph.graph.message import add_messages
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    import turnlog
+    from turnlog.integrations.langgraph import TurnlogToolWrapper
+
+    @tool
+    async def weather(city: str) -> str:
+        """Weather in a city."""
+        return f"{city}: 3C"
+
+    def model(state: Any) -> dict[str, Any]:
+        if any(isinstance(m, ToolMessage) for m in state["messages"]):
+            return {"messages": [AIMessage(content="3C in both.")]}
+        calls = [
+            {"id": "a", "name": "weather", "args": {"city": "Oslo"}},
+            {"id": "b", "name": "weather", "args": {"city": "Bergen"}},
+        ]
+        return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+    State = TypedDict("State", {"messages": Annotated[list[Any], add_messages]})  # noqa: UP013 - annotations here are strings (future import); this form is evaluated
+    wrapper = TurnlogToolWrapper(tmp_path, "lg")
+    graph = StateGraph(State)
+    graph.add_node("agent", model)
+    graph.add_node("tools", ToolNode([weather], awrap_tool_call=wrapper.awrap))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    out = asyncio.run(graph.compile().ainvoke({"messages": [HumanMessage("Weather?")]}))
+    wrapper.finish(out)
+    wrapper.close()
+    found = turnlog.inspect(tmp_path, "lg")
+    assert found.status == "finished"
+    events = turnlog.JSONLStore(tmp_path).read("lg")
+    kinds = [
+        e.type for e in events if e.type in ("assistant_message", "tool_dispatch", "tool_result")
+    ]
+    assert kinds.count("assistant_message") == 2  # the request, once; the answer
+    assert kinds.count("tool_dispatch") == 2 and kinds.count("tool_result") == 2
+    assert turnlog.verify_session(tmp_path, "lg").ok

@@ -13,10 +13,10 @@ README = Path(__file__).parent.parent / "README.md"
 
 
 def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    block = re.search(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert block is not None
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    block = next(b for b in blocks if "log.dispatch" in b)
     monkeypatch.chdir(tmp_path)
-    exec(block.group(1), {"pay": lambda invoice: f"paid invoice {invoice}"})
+    exec(block, {"pay": lambda invoice: f"paid invoice {invoice}"})
     events = turnlog.JSONLStore(tmp_path / "sessions").read("run-1")
     assert [e.type for e in events][-3:] == ["tool_result", "step_end", "turn_end"]
     assert not turnlog.interrupted(events)
@@ -45,3 +45,28 @@ def test_revival_supervisor_example_revives_a_crashed_tree(tmp_path: Path) -> No
     assert list(done) == ["crashed"]
     assert turnlog.inspect(tmp_path, "crashed").status == "finished"
     assert turnlog.inspect(tmp_path, "crashed").revivals == 1
+
+
+def test_readme_framework_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OpenAI Agents SDK wiring in the README, with the SDK's scripted model."""
+    import asyncio
+
+    from agents import Agent, Runner, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message
+
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    block = next(b for b in blocks if "TurnlogSession" in b)
+    set_tracing_disabled(True)
+    agent = Agent(name="payer", model=ScriptedModel([[assistant_message("Paid.")]]))
+    monkeypatch.chdir(tmp_path)
+
+    async def main() -> None:
+        namespace = {"agent": agent, "Runner": Runner}
+        body = "async def example():\n" + "".join(f"    {line}\n" for line in block.splitlines())
+        body += "    await session.close()\n    return result\n"
+        exec(body, namespace)
+        result = await namespace["example"]()  # type: ignore[operator]
+        assert result.final_output == "Paid."
+
+    asyncio.run(main())
+    assert turnlog.inspect(tmp_path / "sessions", "run-1").status == "finished"
