@@ -117,7 +117,22 @@ class StoreContract:
             store.writer("nope")
 
     @pytest.mark.parametrize(
-        "bad", ["", "../x", "/abs", "a/b", "a\x00b", ".hidden", "x" * 129, ".."]
+        "bad",
+        [
+            "",
+            "../x",
+            "/abs",
+            "a/b",
+            "a\x00b",
+            ".hidden",
+            "x" * 129,
+            "..",
+            "a.agents/",
+            "a.agents/../b",
+            ".agents/b",
+            "a.agents/b/c",
+            "/".join(["a.agents"] * 9 + ["b"]),
+        ],
     )
     def test_bad_session_ids_are_refused(self, store: Store, bad: str) -> None:
         with pytest.raises(turnlog.InvalidSessionIdError):
@@ -171,3 +186,24 @@ class StoreContract:
         assert store.read("s1") == imported
         with pytest.raises(turnlog.SessionExistsError):
             write_events(store, imported)
+
+    def test_subagent_sessions_live_under_their_parent(self, store: Store) -> None:
+        from turnlog.stores.base import child_session_id, parent_session_id
+
+        self.populate(store)
+        child = child_session_id("s1", "worker-1")
+        grandchild = child_session_id(child, "helper")
+        assert (child, parent_session_id(grandchild)) == ("s1.agents/worker-1", child)
+        for session_id in (child, grandchild):
+            header = Event(seq=0, data=ev.Session(session_id=session_id), ts=_TS)
+            with store.create(header) as writer:
+                writer.append(
+                    [Event(seq=1, data=ev.UserMessage(content=session_id), ts=_TS)],
+                    expected_seq=1,
+                    sync=True,
+                )
+        assert store.children("s1") == [child]
+        assert store.children(child) == [grandchild]
+        assert {"s1", child, grandchild} <= set(store.sessions())
+        assert store.read(grandchild)[1].data == ev.UserMessage(content=grandchild)
+        assert turnlog.inspect(store, child).status == "idle"
