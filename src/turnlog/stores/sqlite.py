@@ -33,8 +33,10 @@ BUSY_TIMEOUT_MS: Final = 10_000
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    # The tail facts, kept in the same transaction as the events, so "the
-    # open turn of X" and "every session with an open turn" are look-ups.
+    # The tail facts, kept in the same transaction as the events that change
+    # them, so "the open turn of X" and "every session with an open turn" are
+    # look-ups. `next_seq` and `last_ts` are as of the last turn boundary: the
+    # events table is the truth for the next seq.
     """CREATE TABLE IF NOT EXISTS sessions (
         session_id TEXT PRIMARY KEY,
         next_seq INTEGER NOT NULL,
@@ -106,41 +108,48 @@ class _SQLiteWriter(StoreWriter):
             if mode != self._synchronous:
                 connection.execute(f"PRAGMA synchronous={mode}")
                 self._synchronous = mode
+            if expected_seq != self._next_seq:
+                raise self._conflict(expected_seq, self._next_seq)
             change, revivals = tail_facts(events)
+            if len(rows) == 1 and change is None and not revivals:
+                # One event that moves no tail fact: one INSERT, atomic on its
+                # own (autocommit), exactly what a bare insert costs.
+                try:
+                    connection.execute(_INSERT, rows[0])
+                except sqlite3.IntegrityError:
+                    actual = self._store._next_seq(self._session_id)
+                    raise self._conflict(expected_seq, actual) from None
+                self._next_seq = expected_seq + 1
+                return
             connection.execute("BEGIN IMMEDIATE")
             try:
-                # The seq check and the tail facts in one statement: the row
-                # moves only if the session's next seq is the expected one.
-                moved = connection.execute(
-                    "UPDATE sessions SET next_seq = ?, "
-                    "open_turn_seq = CASE WHEN ? THEN ? ELSE open_turn_seq END, "
-                    "revivals = revivals + ?, last_ts = ? "
-                    "WHERE session_id = ? AND next_seq = ?",
-                    (
-                        expected_seq + len(events),
-                        change is not None,
-                        change[0] if change is not None else None,
-                        revivals,
-                        events[-1].ts if events else None,
-                        self._session_id,
-                        expected_seq,
-                    ),
-                ).rowcount
-                if moved != 1:
-                    found = connection.execute(
-                        "SELECT next_seq FROM sessions WHERE session_id = ?", (self._session_id,)
-                    ).fetchone()
-                    actual = found[0] if found is not None else 0
-                    raise SeqConflictError(
-                        f"session {self._session_id!r}: expected next seq {expected_seq}, "
-                        f"the store's next seq is {actual}",
-                        expected=expected_seq,
-                        actual=actual,
+                if change is not None or revivals:
+                    # The tail facts move only at a turn boundary or a revival:
+                    # most appends are one INSERT, the page a bare insert writes.
+                    connection.execute(
+                        "UPDATE sessions SET next_seq = ?, "
+                        "open_turn_seq = CASE WHEN ? THEN ? ELSE open_turn_seq END, "
+                        "revivals = revivals + ?, last_ts = ? WHERE session_id = ?",
+                        (
+                            expected_seq + len(events),
+                            change is not None,
+                            change[0] if change is not None else None,
+                            revivals,
+                            events[-1].ts if events else None,
+                            self._session_id,
+                        ),
                     )
                 if len(rows) == 1:
                     connection.execute(_INSERT, rows[0])
                 else:
                     connection.executemany(_INSERT, rows)
+            except sqlite3.IntegrityError:
+                # The seq is taken: another writer (one forced past the lock)
+                # appended meanwhile.
+                connection.rollback()
+                raise self._conflict(
+                    expected_seq, self._store._next_seq(self._session_id)
+                ) from None
             except BaseException:
                 connection.rollback()
                 raise
@@ -148,6 +157,14 @@ class _SQLiteWriter(StoreWriter):
         except sqlite3.Error as exc:
             raise _translate(exc, "append to", self._store.url) from exc
         self._next_seq = expected_seq + len(events)
+
+    def _conflict(self, expected: int, actual: int) -> SeqConflictError:
+        return SeqConflictError(
+            f"session {self._session_id!r}: expected next seq {expected}, "
+            f"the store's next seq is {actual}",
+            expected=expected,
+            actual=actual,
+        )
 
     def sync(self) -> None:
         # Commits with synchronous=FULL are durable when they return; one made
@@ -313,13 +330,18 @@ class SQLiteStore(SQLStore):
                 self.read(session_id)
             else:
                 tail = self.read_tail(session_id)
-            row = self._query("SELECT next_seq FROM sessions WHERE session_id = ?", (session_id,))
-            writer = _SQLiteWriter(self, session_id, lock_fd, int(row[0][0]))
+            writer = _SQLiteWriter(self, session_id, lock_fd, self._next_seq(session_id))
             writer._tail = tail
             return writer
         except BaseException:
             os.close(lock_fd)
             raise
+
+    def _next_seq(self, session_id: str) -> int:
+        """The seq the next append takes: the events are the truth (the
+        sessions row is brought up to date at turn boundaries only)."""
+        row = self._query("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,))
+        return int(row[0][0]) + 1 if row and row[0][0] is not None else 0
 
     # -- reading -------------------------------------------------------------------
 
