@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from turnlog.aio import AsyncLog, aopen, arun_turn
+from typing import TYPE_CHECKING, Any
+
 from turnlog.damage import Problem, TornTail
 from turnlog.errors import (
     CorruptLogError,
@@ -83,7 +84,23 @@ from turnlog.triage import Inspection, Recovery, inspect, recover
 from turnlog.verdict import OwedCall, Verdict, Wait, is_finished, verdict
 from turnlog.verify import Report, verify_session, verify_store
 
+if TYPE_CHECKING:
+    from turnlog.aio import AsyncLog, aopen, arun_turn
+
 __version__ = "0.1.0"
+
+# The asyncio twin loads asyncio (about 75 ms): imported on first use, so a
+# command-line call never pays for it.
+_LAZY = {"AsyncLog", "aopen", "arun_turn"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from turnlog import aio
+
+        return getattr(aio, name)
+    raise AttributeError(f"module 'turnlog' has no attribute {name!r}")
+
 
 __all__ = [
     "FORMAT_VERSION",
