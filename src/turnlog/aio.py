@@ -17,9 +17,17 @@ from turnlog.events import Content, Event, EventData, ToolCall
 from turnlog.fold import Message
 from turnlog.log import Dispatch, Durability, Log, Turn
 from turnlog.log import open as open_log
-from turnlog.loop import MAX_STEPS_PER_TURN, AgentSpec, Reply, Tool, agent_id_for
+from turnlog.loop import (
+    MAX_STEPS_PER_TURN,
+    AgentSpec,
+    CallContext,
+    Reply,
+    Tool,
+    agent_id_for,
+    dispatch_options,
+)
 from turnlog.recovery import Plan
-from turnlog.stores import Store, child_session_id
+from turnlog.stores import Store
 from turnlog.verdict import Verdict
 
 _P = ParamSpec("_P")
@@ -191,24 +199,10 @@ async def _maybe_await(value: Awaitable[_T] | _T) -> _T:
     return value
 
 
-class AsyncToolContext:
-    """What a running async tool may know about its call (see `ToolContext`)."""
+class AsyncToolContext(CallContext):
+    """The context a tool gets from `arun_turn` (see `CallContext`)."""
 
-    def __init__(self, log: AsyncLog, call: ToolCall) -> None:
-        self.log = log
-        self.call = call
-
-    @property
-    def call_id(self) -> str:
-        return self.call.id
-
-    @property
-    def session_id(self) -> str:
-        return self.log.session_id
-
-    @property
-    def agent(self) -> ev.Agent | None:
-        return self.log.header.agent
+    log: AsyncLog
 
     async def spawn(
         self,
@@ -222,41 +216,16 @@ class AsyncToolContext:
     ) -> Reply:
         """Run a subagent to its answer in its own session (see `ToolContext.spawn`)."""
         parent = self.log
-        child_id = child_session_id(parent.session_id, agent_id)
-        await parent.append(
-            ev.SubagentSpawned(
-                agent_id=agent_id,
-                agent_type=agent_type,
-                label=label,
-                call_id=self.call.id,
-                child=child_id,
-            )
-        )
+        spawn = self._spawn(agent_id, agent_type, label)
+        await parent.append(spawn.spawned)
         reply: Reply | None = None
         try:
-            child = await aopen(
-                parent.store,
-                child_id,
-                create=True,
-                durability=parent.durability,
-                agent=ev.Agent(id=agent_id, type=agent_type, label=label),
-                spawned_by=ev.SpawnedBy(
-                    session_id=parent.session_id, call_id=self.call.id, agent_id=agent_id
-                ),
-            )
+            child = await aopen(parent.store, spawn.child, **spawn.child_options(parent.log))
             async with child:
                 reply = await arun_turn(child, agent.model, agent.tools, task, max_steps=max_steps)
             return reply
         finally:
-            await parent.append(
-                ev.SubagentSettled(
-                    agent_id=agent_id,
-                    call_id=self.call.id,
-                    child=child_id,
-                    outcome="complete" if reply is not None else "error",
-                    result=ev.content_text(reply.content) if reply is not None else None,
-                )
-            )
+            await parent.append(spawn.settled(reply))
 
 
 def async_subagent_tool(
@@ -311,9 +280,7 @@ async def arun_turn(
 
 async def _arun_call(log: AsyncLog, tools: Mapping[str, Tool], call: ToolCall) -> None:
     tool = tools.get(call.name)
-    join = agent_id_for(tool.agent_type, call.id) if tool and tool.agent_type else None
-    idempotency = tool.idempotency if tool else None
-    async with log.dispatch(call, idempotency=idempotency, join=join) as running:
+    async with log.dispatch(call, **dispatch_options(tool, call)) as running:
         if tool is None:
             await running.result(f"unknown tool {call.name!r}", is_error=True)
             return

@@ -66,11 +66,55 @@ def agent_id_for(agent_type: str, call_id: str) -> str:
     return name[:MAX_SESSION_ID_CHARS] or "agent"
 
 
-class ToolContext:
-    """What a running tool may know about its call: the call (its id is a
-    stable idempotency key across revivals), the session and the agent."""
+class Spawn(msgspec.Struct, frozen=True, kw_only=True):
+    """One subagent a call starts: its session, and what the parent records."""
 
-    def __init__(self, log: Log, call: ToolCall) -> None:
+    agent_id: str
+    call_id: str
+    child: str
+    agent_type: str | None = None
+    label: str | None = None
+
+    @property
+    def spawned(self) -> ev.SubagentSpawned:
+        """Written on the parent before the child starts."""
+        return ev.SubagentSpawned(
+            agent_id=self.agent_id,
+            agent_type=self.agent_type,
+            label=self.label,
+            call_id=self.call_id,
+            child=self.child,
+        )
+
+    def child_options(self, parent: Log) -> dict[str, Any]:
+        """How the child's session is opened: created, in the parent's store and
+        durability, its header naming its agent and the spawning call."""
+        return {
+            "create": True,
+            "durability": parent.durability,
+            "agent": ev.Agent(id=self.agent_id, type=self.agent_type, label=self.label),
+            "spawned_by": ev.SpawnedBy(
+                session_id=parent.session_id, call_id=self.call_id, agent_id=self.agent_id
+            ),
+        }
+
+    def settled(self, reply: Reply | None) -> ev.SubagentSettled:
+        """Written on the parent when the child ends (`reply` None: it failed)."""
+        return ev.SubagentSettled(
+            agent_id=self.agent_id,
+            call_id=self.call_id,
+            child=self.child,
+            outcome="complete" if reply is not None else "error",
+            result=ev.content_text(reply.content) if reply is not None else None,
+        )
+
+
+class CallContext:
+    """What a running tool may know about its call: the call (its id is a
+    stable idempotency key across revivals), the session and the agent.
+    `log` is the parent's handle (a `Log`, or an `AsyncLog` in `turnlog.aio`)."""
+
+    def __init__(self, log: Any, call: ToolCall) -> None:
         self.log = log
         self.call = call
 
@@ -80,11 +124,28 @@ class ToolContext:
 
     @property
     def session_id(self) -> str:
-        return self.log.session_id
+        session_id: str = self.log.session_id
+        return session_id
 
     @property
     def agent(self) -> ev.Agent | None:
-        return self.log.header.agent
+        header: ev.Session = self.log.header
+        return header.agent
+
+    def _spawn(self, agent_id: str, agent_type: str | None, label: str | None) -> Spawn:
+        return Spawn(
+            agent_id=agent_id,
+            call_id=self.call.id,
+            child=child_session_id(self.session_id, agent_id),
+            agent_type=agent_type,
+            label=label,
+        )
+
+
+class ToolContext(CallContext):
+    """The context a tool gets from `run_turn` (see `CallContext`)."""
+
+    log: Log
 
     def spawn(
         self,
@@ -104,41 +165,15 @@ class ToolContext:
         it ends.
         """
         parent = self.log
-        child_id = child_session_id(parent.session_id, agent_id)
-        parent.append(
-            ev.SubagentSpawned(
-                agent_id=agent_id,
-                agent_type=agent_type,
-                label=label,
-                call_id=self.call.id,
-                child=child_id,
-            )
-        )
-        outcome = "error"
+        spawn = self._spawn(agent_id, agent_type, label)
+        parent.append(spawn.spawned)
+        reply: Reply | None = None
         try:
-            with open_log(
-                parent.store,
-                child_id,
-                create=True,
-                durability=parent.durability,
-                agent=ev.Agent(id=agent_id, type=agent_type, label=label),
-                spawned_by=ev.SpawnedBy(
-                    session_id=parent.session_id, call_id=self.call.id, agent_id=agent_id
-                ),
-            ) as child:
+            with open_log(parent.store, spawn.child, **spawn.child_options(parent)) as child:
                 reply = run_turn(child, agent.model, agent.tools, task, max_steps=max_steps)
-            outcome = "complete"
             return reply
         finally:
-            parent.append(
-                ev.SubagentSettled(
-                    agent_id=agent_id,
-                    call_id=self.call.id,
-                    child=child_id,
-                    outcome=outcome,
-                    result=ev.content_text(reply.content) if outcome == "complete" else None,
-                )
-            )
+            parent.append(spawn.settled(reply))
 
 
 def subagent_tool(
@@ -199,11 +234,18 @@ def run_turn(
     return reply
 
 
+def dispatch_options(tool: Tool | None, call: ToolCall) -> dict[str, str | None]:
+    """What a call's dispatch records: the tool's idempotency, and for a
+    subagent tool the agent the call joins."""
+    if tool is None:
+        return {"idempotency": None, "join": None}
+    join = agent_id_for(tool.agent_type, call.id) if tool.agent_type else None
+    return {"idempotency": tool.idempotency, "join": join}
+
+
 def _run_call(log: Log, tools: Mapping[str, Tool], call: ToolCall) -> None:
     tool = tools.get(call.name)
-    join = agent_id_for(tool.agent_type, call.id) if tool and tool.agent_type else None
-    idempotency = tool.idempotency if tool else None
-    with log.dispatch(call, idempotency=idempotency, join=join) as running:
+    with log.dispatch(call, **dispatch_options(tool, call)) as running:
         if tool is None:
             running.result(f"unknown tool {call.name!r}", is_error=True)
             return
