@@ -168,6 +168,19 @@ def _stream_json(fields: dict[str, Any], *, indent: bool = False) -> None:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+
+
+def max_revivals_option(help_text: str) -> Callable[[F], F]:
+    """`--max-revivals N`: the revival cap, counted from each session's log."""
+    return click.option(
+        "--max-revivals",
+        type=click.IntRange(min=0),
+        default=DEFAULT_MAX_REVIVALS,
+        show_default=True,
+        help=help_text,
+    )
+
+
 store_option = click.option(
     "--store",
     "store_url",
@@ -245,13 +258,7 @@ def ls_command(store_url: str | None, limit: int | None, after: str | None, as_j
 @main.command("inspect")
 @click.argument("session")
 @store_option
-@click.option(
-    "--max-revivals",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_REVIVALS,
-    show_default=True,
-    help="The revival cap used to say whether the session is revivable.",
-)
+@max_revivals_option("The revival cap used to say whether the session is revivable.")
 @json_option
 @_reports_errors
 def inspect_command(session: str, store_url: str | None, max_revivals: int, as_json: bool) -> None:
@@ -355,13 +362,7 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
 @click.argument("session")
 @store_option
 @click.option("--tree", is_flag=True, help="Revive the subagents it waits on too, each as itself.")
-@click.option(
-    "--max-revivals",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_REVIVALS,
-    show_default=True,
-    help="The revival cap, counted from each session's log; 0 turns revival off.",
-)
+@max_revivals_option("The revival cap, counted from each session's log; 0 turns revival off.")
 @json_option
 @_reports_errors
 def revive_command(
@@ -662,13 +663,7 @@ def copy_command(source: str, dest: str, session_ids: tuple[str, ...], as_json: 
     help="Only sessions whose last event is at least this old.",
 )
 @click.option("--revive", is_flag=True, help="Revive each recovered session, within the cap.")
-@click.option(
-    "--max-revivals",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_REVIVALS,
-    show_default=True,
-    help="The revival cap for --revive.",
-)
+@max_revivals_option("The revival cap for --revive.")
 @json_option
 @_reports_errors
 def sweep_command(

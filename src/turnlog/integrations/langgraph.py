@@ -104,19 +104,16 @@ class TurnlogToolWrapper:
             ev.ToolResult(call_id=call_id, name=name, content=content, is_error=is_error)
         )
 
+    def _failed(self, call_id: str, name: str, exc: Exception) -> None:
+        failure = f"{type(exc).__name__}: {exc}"
+        self.log.append(ev.ToolResult(call_id=call_id, name=name, content=failure, is_error=True))
+
     def __call__(self, request: Any, execute: Callable[[Any], Any]) -> Any:
         call_id, name = self._before(request)
         try:
             result = execute(request)
         except Exception as exc:
-            self.log.append(
-                ev.ToolResult(
-                    call_id=call_id,
-                    name=name,
-                    content=f"{type(exc).__name__}: {exc}",
-                    is_error=True,
-                )
-            )
+            self._failed(call_id, name, exc)
             raise
         self._after(call_id, name, result)
         return result
@@ -128,14 +125,7 @@ class TurnlogToolWrapper:
         try:
             result = await execute(request)
         except Exception as exc:
-            self.log.append(
-                ev.ToolResult(
-                    call_id=call_id,
-                    name=name,
-                    content=f"{type(exc).__name__}: {exc}",
-                    is_error=True,
-                )
-            )
+            self._failed(call_id, name, exc)
             raise
         await asyncio.to_thread(self._after, call_id, name, result)
         return result
