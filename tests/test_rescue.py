@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -193,23 +195,26 @@ def test_live_file_is_refused_unless_forced(tmp_path: Path) -> None:
     before = path.read_bytes()
     code, _, err = cli("doctor", "claude-code", str(path), "--yes")
     assert code == 4 and "modified" in err and path.read_bytes() == before
-    with open(path, "rb"):
-        age(path)
-        # Held open by this very test process: the check skips its own pid, so
-        # hold it from another process.
-        import subprocess
-        import sys
-
-        holder = subprocess.Popen(
-            [sys.executable, "-c", f"f=open({str(path)!r});import time;time.sleep(30)"]
-        )
-        try:
-            time.sleep(0.5)
-            code, _, err = cli("doctor", "claude-code", str(path), "--yes")
-            assert code == 4 and "open in process" in err and path.read_bytes() == before
-        finally:
-            holder.kill()
-            holder.wait()
+    age(path)
+    # Held open by another process (the check skips its own pid): it says
+    # "ready" once the file is open, however slow its start.
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys, time\nf = open({str(path)!r})\nprint('ready', flush=True)\n"
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        code, _, err = cli("doctor", "claude-code", str(path), "--yes")
+        assert code == 4 and "open in process" in err and path.read_bytes() == before
+    finally:
+        holder.kill()
+        holder.wait()
     code, _, _ = cli("doctor", "claude-code", str(path), "--yes", "--force")
     assert code == 0 and path.read_bytes() != before
 

@@ -300,7 +300,8 @@ def test_event_loop_keeps_serving_while_an_append_waits_on_fsync(tmp_path: Path)
 
     ticks, elapsed = asyncio.run(main())
     assert elapsed >= 0.2
-    assert ticks >= 10, ticks  # the loop ran the ticker about every 10 ms meanwhile
+    # The loop ran the ticker meanwhile (about 20 times; blocked, it would run once).
+    assert ticks >= 5, ticks
     assert "MainThread" not in io.threads - {"MainThread"}
     assert any(name.startswith("turnlog-") for name in io.threads)
 
