@@ -109,6 +109,7 @@ def test_doctor_report() -> None:
         pytest.skip("the doctor cases did not run in this process")
     for shape, what in sorted(REPORT.items()):
         print(f"{shape}: {what}")
+    assert set(REPORT) == {f"{kind}: {name}" for kind, name, _ in CASES}
 
 
 def test_claude_code_repair_text_by_risk_and_order(tmp_path: Path) -> None:

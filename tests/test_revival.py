@@ -382,9 +382,13 @@ def test_tool_sees_its_call_id_as_an_idempotency_key(tmp_path: Path) -> None:
     assert seen == [("ctx", "k1")]
 
 
-def test_agent_spec_is_exported() -> None:
-    assert turnlog.AgentSpec is AgentSpec
-    assert turnlog.is_finished is not None
+def test_is_finished_and_the_loop_names_are_exported(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path, "f") as log:
+        turnlog.run_turn(log, lambda messages: Reply(content="hi"), {}, "hello")
+    events = JSONLStore(tmp_path).read("f")
+    assert turnlog.is_finished(events)
+    assert not turnlog.is_finished(events[:-1])  # the turn is still open
+    assert turnlog.AgentSpec is AgentSpec and "is_finished" in turnlog.__all__
 
 
 # -- the command ---------------------------------------------------------------------
