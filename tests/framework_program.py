@@ -5,7 +5,8 @@ its own process: the crash the integrations must survive.
     python framework_program.py FRAMEWORK MODE STORE SIDE [--parallel]
 
 FRAMEWORK: openai-agents | pydantic-ai | langgraph
-MODE: run (killed inside `charge`), resume; plain-run, plain-resume (the
+MODE: run (killed inside `charge`), resume, resume-unrecovered (LangGraph without
+recover_thread); plain-run, plain-resume (the
 framework's own persistence, without turnlog). `resume` prints one JSON
 object: the final text and what the model was sent on resume.
 """
@@ -223,7 +224,7 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         graph.add_edge("tools", "agent")
         return graph.compile(checkpointer=SqliteSaver(connection))
 
-    if mode == "resume":
+    if mode == "resume":  # ("resume-unrecovered" skips this, to show the refusal)
         # The thread gets the tool node's output from turnlog: the next step is the model.
         recover_thread(compiled(None), config, store, SESSION)
     wrapper = None if mode.startswith("plain") else TurnlogToolWrapper(store, SESSION)

@@ -218,3 +218,15 @@ def test_langgraph_async_tool_node_writes_ahead(tmp_path: Path) -> None:
     assert kinds.count("assistant_message") == 2  # the request, once; the answer
     assert kinds.count("tool_dispatch") == 2 and kinds.count("tool_result") == 2
     assert turnlog.verify_session(tmp_path, "lg").ok
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_resuming_before_recovery_is_refused_with_a_hint(tmp_path: Path, framework: str) -> None:
+    store, side = tmp_path / "store", tmp_path / "side"
+    program(framework, "run", str(store), str(side), kill_at=1)
+    before = (store / "run-1.jsonl").read_bytes()
+    resumed = program(framework, "resume-unrecovered", str(store), str(side))
+    assert resumed.returncode != 0
+    assert "SessionInterruptedError" in resumed.stderr and "turnlog recover" in resumed.stderr
+    assert (store / "run-1.jsonl").read_bytes() == before
+    assert ran(side) == [1]

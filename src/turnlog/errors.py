@@ -13,6 +13,10 @@ class TurnlogError(Exception):
         self.message = message
         if hint is not None:
             self.hint = hint
+        if self.hint:
+            # A traceback shows notes: a library user who never catches the
+            # error still reads what to do about it.
+            self.add_note(f"hint: {self.hint}")
 
     def __str__(self) -> str:
         return self.message
@@ -140,6 +144,12 @@ class SessionLockedError(TurnlogError):
     def __init__(self, message: str, *, pid: int | None = None) -> None:
         super().__init__(message)
         self.pid = pid
+
+
+class SessionInterruptedError(TurnlogError):
+    """Work started on a session whose last run crashed mid-turn, before recovery."""
+
+    hint = "recover the session first: `turnlog recover SESSION`, or turnlog.recover()"
 
 
 class SessionNotFoundError(TurnlogError):

@@ -25,6 +25,7 @@ from typing import Any
 from turnlog import events as ev
 from turnlog.events import ToolCall
 from turnlog.formats.transcript import text_of as _text
+from turnlog.integrations import refuse_interrupted
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.stores import Store
@@ -46,6 +47,11 @@ class TurnlogToolWrapper:
         self, target: str | os.PathLike[str] | Store, session_id: str | None = None, **options: Any
     ) -> None:
         self.log: Log = open_log(target, session_id, **options)
+        try:
+            refuse_interrupted(self.log)
+        except BaseException:
+            self.log.close()
+            raise
         self.session_id = self.log.session_id
         # One tool node runs a step's calls in parallel; the message that asked
         # for them is recorded once.

@@ -24,6 +24,7 @@ from turnlog import events as ev
 from turnlog.aio import AsyncLog
 from turnlog.events import ToolCall
 from turnlog.formats.transcript import text_of as _text
+from turnlog.integrations import refuse_interrupted
 from turnlog.log import open as open_log
 from turnlog.providers import openai_responses
 from turnlog.stores import Store
@@ -58,7 +59,13 @@ class TurnlogSession:
         session_id: str | None = None,
         **options: Any,
     ) -> None:
-        self._log = AsyncLog(open_log(target, session_id, **options))
+        log = open_log(target, session_id, **options)
+        try:
+            refuse_interrupted(log)
+        except BaseException:
+            log.close()
+            raise
+        self._log = AsyncLog(log)
         self.session_id = self._log.session_id
         self.hooks = TurnlogHooks(self)
         # Item keys (seq, index) hidden by pop_item, and the seq clear_session hid up to.

@@ -25,6 +25,7 @@ from turnlog.aio import AsyncLog
 from turnlog.events import ToolCall
 from turnlog.fold import Message
 from turnlog.formats.transcript import text_of
+from turnlog.integrations import refuse_interrupted
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.stores import Store
@@ -43,6 +44,11 @@ class TurnlogCapability(AbstractCapability[Any]):
     def log(self) -> AsyncLog:
         if self._log is None:
             handle: Log = open_log(self.target, self.session_id, durability=self.durability)  # type: ignore[arg-type]
+            try:
+                refuse_interrupted(handle)
+            except BaseException:
+                handle.close()
+                raise
             self._log = AsyncLog(handle)
             self.session_id = handle.session_id
         return self._log
