@@ -317,3 +317,17 @@ def test_import_then_export_validates(
     # A second import of the same file is refused, and loses nothing.
     code, _, err = cli("import", kind, str(path), "--store", str(store))
     assert code == 3 and "already" in err
+
+
+def test_a_whole_last_record_without_its_newline_is_kept_not_cut(tmp_path: Path) -> None:
+    path = CLAUDE_CODE_CRASHES["after tool_use"](tmp_path)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))  # the newline never reached the disk
+    age(path)
+    before = path.read_bytes()
+    found = diagnose(str(path), "claude-code")
+    assert found.torn_tail is None and [o.call_id for o in found.owed] == ["toolu_02"]
+    code, _ = doctor("claude-code", path)
+    after = path.read_bytes()
+    assert code == 0 and after.startswith(before + b"\n")  # a newline first, nothing cut
+    assert not diagnose(str(path), "claude-code").needs_repair
+    assert not list(tmp_path.glob("*.torn-*"))
