@@ -68,6 +68,11 @@ class AsyncLog:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
+    async def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run `fn` (which writes through the sync `Log`) on the writer thread,
+        in order with the appends awaited before it."""
+        return await self._run(fn, *args, **kwargs)
+
     # -- what the sync handle knows ------------------------------------------------
 
     @property

@@ -205,6 +205,18 @@ class Log:
         assert header is not None  # checked when the handle was made
         return header
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The handle's (reentrant) lock: hold it to make a check of the log and
+        the appends it leads to one step against other threads."""
+        return self._lock
+
+    def next_turn_start(self) -> ev.TurnStart:
+        """The `turn_start` the next turn begins with: numbered, and stamped
+        with the revivals so far so a tail reader need not search for them."""
+        with self._lock:
+            return ev.TurnStart(turn=self._fold.last_turn_number + 1, revivals=self._fold.revivals)
+
     def last_message(self) -> Message | None:
         """The newest transcript entry (exact even when only the tail was read)."""
         with self._lock:
@@ -372,9 +384,9 @@ class Log:
                         hint="end the open turn first, or recover the session if it crashed",
                     )
                 # Cheap accessors, not `state`: a snapshot copies the whole transcript.
-                number = self._fold.last_turn_number + 1
-                self.append(ev.TurnStart(turn=number, revivals=self._fold.revivals))
-                turn = Turn(number)
+                start = self.next_turn_start()
+                self.append(start)
+                turn = Turn(start.turn or 0)
             self._turn = turn
             return turn
 

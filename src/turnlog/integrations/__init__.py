@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from turnlog import events as ev
 from turnlog.errors import SessionInterruptedError
 from turnlog.log import Log
 
@@ -25,3 +26,39 @@ def refuse_interrupted(log: Log) -> None:
             hint=f"run `turnlog recover {log.store.location(log.session_id) or log.session_id}` "
             "(or turnlog.recover / turnlog.revive) first, then resume on the same session",
         )
+
+
+# The turn and step boundaries a framework's hooks imply, written the way the
+# reference loop writes them. Each runs under the handle's lock (the sync
+# wrapper) or on its writer thread (`AsyncLog.call`), so a check and the
+# append it leads to are one step.
+
+
+def begin_step(log: Log, *, open_step: bool = True) -> None:
+    """A model request is about to be made: a turn if none is open, the open
+    step ended, the next one started (or only ensured, with `open_step=False`,
+    for items recorded outside the hooks)."""
+    with log.lock:
+        if log.verdict().open_turn is None:
+            log.append(log.next_turn_start())
+        turn = log.verdict().open_turn
+        assert turn is not None
+        if turn.open_step is not None:
+            if not open_step:
+                return
+            log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="ok"))
+        log.append(ev.StepStart(turn=turn.turn, step=turn.steps + 1))
+
+
+def end_turn(log: Log) -> bool:
+    """The run answered: end the open step and the turn, unless calls are owed
+    (then the turn is left for recovery to judge). True when it ended."""
+    with log.lock:
+        found = log.verdict()
+        turn = found.open_turn
+        if turn is None or found.owed:
+            return False
+        if turn.open_step is not None:
+            log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="ok"))
+        log.append(ev.TurnEnd(reason="complete", turn=turn.turn, steps=turn.steps))
+        return True

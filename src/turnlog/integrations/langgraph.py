@@ -25,7 +25,7 @@ from typing import Any
 from turnlog import events as ev
 from turnlog.events import ToolCall
 from turnlog.formats.transcript import text_of as _text
-from turnlog.integrations import refuse_interrupted
+from turnlog.integrations import begin_step, end_turn, refuse_interrupted
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.stores import Store
@@ -78,12 +78,7 @@ class TurnlogToolWrapper:
                 )
                 if prompt is not None:
                     self.log.user(_text(prompt.content))
-                self.log.append(ev.TurnStart())
-                turn = self.log.verdict().open_turn
-            assert turn is not None
-            if turn.open_step is not None:
-                self.log.append(ev.StepEnd(step=turn.steps, outcome="ok"))
-            self.log.append(ev.StepStart(step=turn.steps + 1))
+            begin_step(self.log)
             calls = [
                 ToolCall(
                     id=str(call["id"]), name=str(call["name"]), arguments=call.get("args") or {}
@@ -152,22 +147,15 @@ class TurnlogToolWrapper:
             if found.owed:
                 return
             recorded = log.last_message()
-            if found.open_turn is None:
-                if (
-                    recorded is not None
-                    and recorded.role == "assistant"
-                    and (ev.content_text(recorded.content) == answer)
-                ):
-                    return
-                log.append(ev.TurnStart())
-            turn = log.verdict().open_turn
-            assert turn is not None
-            if turn.open_step is not None:
-                log.append(ev.StepEnd(step=turn.steps, outcome="ok"))
-            log.append(ev.StepStart(step=turn.steps + 1))
+            if found.open_turn is None and (
+                recorded is not None
+                and recorded.role == "assistant"
+                and (ev.content_text(recorded.content) == answer)
+            ):
+                return
+            begin_step(log)
             log.assistant(answer)
-            log.append(ev.StepEnd(step=turn.steps + 1, outcome="ok"))
-            log.append(ev.TurnEnd(reason="complete", steps=turn.steps + 1))
+            end_turn(log)
 
     def close(self) -> None:
         self.log.close()

@@ -24,7 +24,7 @@ from turnlog import events as ev
 from turnlog.aio import AsyncLog
 from turnlog.events import ToolCall
 from turnlog.formats.transcript import text_of as _text
-from turnlog.integrations import refuse_interrupted
+from turnlog.integrations import begin_step, end_turn, refuse_interrupted
 from turnlog.log import open as open_log
 from turnlog.providers import openai_responses
 from turnlog.stores import Store
@@ -157,13 +157,7 @@ class TurnlogSession:
         return turn is not None and any(call.call_id == call_id for call in turn.calls)
 
     async def _ensure_step(self) -> None:
-        found = self._log.verdict()
-        if found.open_turn is None:
-            await self._log.append(ev.TurnStart())
-            found = self._log.verdict()
-        assert found.open_turn is not None
-        if found.open_turn.open_step is None:
-            await self._log.append(ev.StepStart(step=found.open_turn.steps + 1))
+        await self._log.call(begin_step, self._log.log, open_step=False)
 
     async def pop_item(self) -> Any | None:
         """Hide the newest item and return it. Appends an event that hides it;
@@ -212,15 +206,7 @@ class TurnlogHooks(RunHooks[Any]):
     async def on_llm_start(
         self, context: Any, agent: Any, system_prompt: Any, input_items: Any
     ) -> None:
-        log = self._log
-        found = log.verdict()
-        if found.open_turn is None:
-            await log.append(ev.TurnStart())
-            found = log.verdict()
-        assert found.open_turn is not None
-        if found.open_turn.open_step is not None:
-            await log.append(ev.StepEnd(step=found.open_turn.steps, outcome="ok"))
-        await log.append(ev.StepStart(step=found.open_turn.steps + 1))
+        await self._log.call(begin_step, self._log.log)
 
     async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
         parts: list[Any] = []
@@ -262,10 +248,4 @@ class TurnlogHooks(RunHooks[Any]):
         )
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
-        log = self._log
-        found = log.verdict()
-        if found.open_turn is None or found.owed:
-            return
-        if found.open_turn.open_step is not None:
-            await log.append(ev.StepEnd(step=found.open_turn.steps, outcome="ok"))
-        await log.append(ev.TurnEnd(reason="complete", steps=found.open_turn.steps))
+        await self._log.call(end_turn, self._log.log)

@@ -25,7 +25,7 @@ from turnlog.aio import AsyncLog
 from turnlog.events import ToolCall
 from turnlog.fold import Message
 from turnlog.formats.transcript import text_of
-from turnlog.integrations import refuse_interrupted
+from turnlog.integrations import begin_step, end_turn, refuse_interrupted
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.stores import Store
@@ -69,19 +69,9 @@ class TurnlogCapability(AbstractCapability[Any]):
         if prompt:
             text = prompt if isinstance(prompt, str) else "\n".join(str(p) for p in prompt)
             await self.log.user(text)
-        if self.log.verdict().open_turn is None:
-            await self.log.append(ev.TurnStart())
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
-        log = self.log
-        turn = log.verdict().open_turn
-        if turn is None:
-            await log.append(ev.TurnStart())
-            turn = log.verdict().open_turn
-        assert turn is not None
-        if turn.open_step is not None:
-            await log.append(ev.StepEnd(step=turn.steps, outcome="ok"))
-        await log.append(ev.StepStart(step=turn.steps + 1))
+        await self.log.call(begin_step, self.log.log)
         return request_context
 
     async def after_model_request(self, ctx: Any, *, request_context: Any, response: Any) -> Any:
@@ -133,12 +123,7 @@ class TurnlogCapability(AbstractCapability[Any]):
         raise error
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
-        log = self.log
-        turn = log.verdict().open_turn
-        if turn is not None and not log.verdict().owed:
-            if turn.open_step is not None:
-                await log.append(ev.StepEnd(step=turn.steps, outcome="ok"))
-            await log.append(ev.TurnEnd(reason="complete", steps=turn.steps))
+        await self.log.call(end_turn, self.log.log)
         return result
 
 
