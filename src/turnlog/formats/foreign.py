@@ -12,7 +12,8 @@ from typing import Any, Final
 import msgspec
 
 from turnlog.damage import Problem, TornTail
-from turnlog.errors import SessionLockedError, StoreIOError, UsageError
+from turnlog.errors import SessionLockedError, UsageError
+from turnlog.stores.sidecar import move_torn_tail
 
 # A transcript modified this recently may still be written by its tool.
 LIVE_WINDOW_S: Final = 10.0
@@ -216,39 +217,22 @@ def refuse_if_live(path: str, *, window_s: float = LIVE_WINDOW_S) -> None:
 
 
 def quarantine(path: str, torn: TornTail) -> TornTail:
-    """Copy a torn final fragment to `<file>.torn-<offset>` (synced), then cut
-    it from the file: the only bytes of a foreign file turnlog ever moves."""
-    directory = os.path.dirname(os.path.abspath(path))
-    with open(path, "rb") as f:
-        f.seek(torn.offset)
-        data = f.read(torn.size_bytes)
-    sidecar = f"{path}.torn-{torn.offset}"
-    for attempt in range(100):
-        name = sidecar if attempt == 0 else f"{sidecar}.{attempt}"
-        try:
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            continue
-        break
-    else:
-        raise StoreIOError(f"too many torn-fragment sidecars for {path}")
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Move a torn final fragment to `<file>.torn-<offset>` (the one move the
+    JSONL store makes too, `stores.sidecar`): the only bytes of a foreign file
+    turnlog ever moves."""
+    directory, file_name = os.path.split(os.path.abspath(path))
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            name = move_torn_tail(fd, dir_fd, file_name, torn)
+        finally:
+            os.close(fd)
     finally:
         os.close(dir_fd)
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.ftruncate(fd, torn.offset)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return TornTail(offset=torn.offset, size_bytes=torn.size_bytes, sidecar=name)
+    return TornTail(
+        offset=torn.offset, size_bytes=torn.size_bytes, sidecar=os.path.join(directory, name)
+    )
 
 
 def append_lines(path: str, lines: Iterator[bytes] | list[bytes], *, newline_first: bool) -> int:

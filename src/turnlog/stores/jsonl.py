@@ -50,6 +50,7 @@ from turnlog.stores.jsonl_record import (
     encode_line,
     encode_line_into,
 )
+from turnlog.stores.sidecar import move_torn_tail
 from turnlog.tail import Tail, collect_tail
 
 SUFFIX: Final = ".jsonl"
@@ -61,7 +62,6 @@ READ_BLOCK_BYTES: Final = 1024 * 1024
 # A reader's inspection briefly takes a shared lock; a writer opening at that
 # instant retries this long before it reports the session as locked.
 LOCK_RETRY_S: Final = 0.2
-MAX_SIDECARS: Final = 1000
 # Longer directory paths are refused up front (Linux's PATH_MAX), so a
 # runaway path is a clear error, not a failure deep inside makedirs.
 MAX_PATH_BYTES: Final = 4096
@@ -1184,41 +1184,9 @@ class JSONLStore(Store):
         a second try writes another sidecar rather than overwrite one. A
         sidecar that could not be written whole is removed again.
         """
-        data = os.pread(fd, torn.size_bytes, torn.offset)
         dir_fd = self._dir_fd(session_id)
         try:
-            base = f"{self.filename(session_id)}.torn-{torn.offset}"
-            for attempt in range(MAX_SIDECARS):
-                name = base if attempt == 0 else f"{base}.{attempt}"
-                try:
-                    side = self.io.open(
-                        name,
-                        os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW,
-                        0o600,
-                        dir_fd=dir_fd,
-                    )
-                except FileExistsError:
-                    continue
-                break
-            else:
-                raise StoreIOError(f"too many torn-tail sidecars for {self.path(session_id)}")
-            try:
-                view = memoryview(data)
-                while view:
-                    written = self.io.write(side, bytes(view))
-                    if written <= 0:
-                        raise OSError(errno.ENOSPC, "short write to the torn-tail sidecar")
-                    view = view[written:]
-                self.io.fsync(side)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(name, dir_fd=dir_fd)
-                raise
-            finally:
-                self.io.close(side)
-            self.io.fsync_dir(dir_fd)
-            self.io.ftruncate(fd, torn.offset)
-            self.io.fsync(fd)
+            name = move_torn_tail(fd, dir_fd, self.filename(session_id), torn, io=self.io)
         finally:
             os.close(dir_fd)
         return TornTail(
