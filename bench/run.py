@@ -1085,8 +1085,8 @@ CPU work with the fdatasync stubbed out is 4.3 µs; on this virtual disk CPU
 work between fdatasyncs costs about two to three times its own duration
 (6.6 µs of unrelated work per op measured 1.12× against raw), which is where
 the 1.13-1.20× comes from. Loading measures 1.06-1.31× a bare orjson loop
-across full runs here with the same code (its minimum, 329 ms, equals the
-earlier run's), and SQLiteSession.get_items on the same records is about
+across full runs here with the same read path (its minimum, 329 ms, against
+327 ms in the earlier run), and SQLiteSession.get_items on the same records is about
 2× slower, not 4×. A SQLite append of one event that moves no tail fact is
 now a single autocommit INSERT, the baseline's own statement; run alone,
 the paired SQLite benchmark measures 1.16-1.26×, but inside the full run,

@@ -102,8 +102,6 @@ def scripted(calls: list[tuple[str, dict[str, Any]]], final: str) -> Any:
 
 
 def matrix(store: str, side: Side, kill: str | None, mode: str) -> None:
-    state = {"killed_model": False}
-
     def model(messages: Sequence[Message]) -> Reply:
         if kill == "model":
             die()
@@ -123,7 +121,6 @@ def matrix(store: str, side: Side, kill: str | None, mode: str) -> None:
             run=acharge if mode == "async" else charge, idempotency="destructive", context=True
         )
     }
-    del state
 
     def on_append(batch: Sequence[ev.Event], durable: bool) -> None:
         for event in batch:

@@ -5,6 +5,7 @@ processes; the tool ran once. And the same crash without turnlog, for contrast."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,8 +23,6 @@ FINAL = "all charges settled"
 
 def program(*args: str, kill_at: int | None = None) -> subprocess.CompletedProcess[str]:
     env = {"KILL_AT": str(kill_at)} if kill_at is not None else {}
-    import os
-
     return subprocess.run(
         [sys.executable, PROGRAM, *args],
         capture_output=True,
@@ -90,6 +89,10 @@ def test_without_turnlog_the_same_crash_charges_twice(tmp_path: Path, framework:
     resumed = program(framework, "plain-resume", str(store), str(side))
     assert resumed.returncode == 0, resumed.stderr
     assert ran(side) == [1, 1]
+    if framework == "openai-agents":
+        # The SDK saved only the user message: the model never saw the call.
+        seen = json.loads(resumed.stdout.strip().splitlines()[-1])
+        assert seen["calls"] == [] and seen["outputs"] == []
 
 
 # -- in-process contracts ---------------------------------------------------------------

@@ -331,3 +331,29 @@ def test_a_whole_last_record_without_its_newline_is_kept_not_cut(tmp_path: Path)
     assert code == 0 and after.startswith(before + b"\n")  # a newline first, nothing cut
     assert not diagnose(str(path), "claude-code").needs_repair
     assert not list(tmp_path.glob("*.torn-*"))
+
+
+def test_library_doctor_proves_the_kind_before_any_byte_moves(tmp_path: Path) -> None:
+    from turnlog import NotASessionError
+    from turnlog.rescue import doctor as repair
+
+    with turnlog.open(tmp_path / "ours.jsonl") as log:
+        log.user("hi")
+    ours = tmp_path / "ours.jsonl"
+    ours.write_bytes(ours.read_bytes() + b'{"seq":2,"ty')  # a torn tail of our own
+    age(ours)
+    before = ours.read_bytes()
+    for kind in ("claude-code", "codex", "auto"):
+        with pytest.raises(NotASessionError):
+            repair(str(ours), kind)
+    assert ours.read_bytes() == before and not list(tmp_path.glob("*.torn-*"))
+
+
+def test_a_subagent_file_is_repaired_on_its_side_chain(tmp_path: Path) -> None:
+    CLAUDE_CODE_CRASHES["2.1 subagent mid-tool"](tmp_path)
+    (agent_file,) = tmp_path.glob("*/subagents/agent-*.jsonl")
+    age(agent_file)
+    code, _ = doctor("claude-code", agent_file)
+    line = json.loads(agent_file.read_bytes().splitlines()[-1])
+    assert code == 0 and line["isSidechain"] is True and line["agentId"] == "a1b2c3d4"
+    assert [b["tool_use_id"] for b in line["message"]["content"]] == ["toolu_sub"]

@@ -16,7 +16,6 @@ import msgspec
 from turnlog import events as ev
 from turnlog.errors import (
     FormatError,
-    NotASessionError,
     SessionLockedError,
     TurnlogError,
     UsageError,
@@ -781,7 +780,6 @@ def doctor_command(
     else:
         if path is None:
             raise UsageError("doctor needs a FILE, or --all to scan a folder")
-        _check_foreign(path, kind)
         found = [diagnose(path, kind)]
     wanted = [item for item in found if item.needs_repair]
     if not as_json:
@@ -828,28 +826,6 @@ def doctor_command(
         sys.exit(EXIT_FINDINGS)
 
 
-def _check_foreign(path: str, kind: str) -> None:
-    """Prove the file is the kind of transcript named before touching it."""
-    from turnlog.formats.sniff import sniff
-
-    if os.path.isdir(path):
-        raise UsageError(f"{path} is a directory", hint="pass a session file, or --all DIR")
-    with open(path, "rb") as f:
-        first = f.readline(1 << 20)
-    found = sniff(first)
-    if found != kind:
-        what = (
-            "a turnlog session"
-            if first.startswith(b'{"seq":0')
-            else (f"a {found} transcript" if found else "not a transcript turnlog knows")
-        )
-        raise NotASessionError(
-            f"{path} does not look like a {kind} transcript (it looks like {what}); "
-            "it was left unchanged",
-            hint="name the right kind; turnlog sessions are repaired with `turnlog recover`",
-        )
-
-
 def _print_diagnosis(console: Console, item: Any) -> None:
     console.print(f"{item.path}: {item.kind} session {item.session_id}, {item.status}")
     for owed in item.owed:
@@ -886,8 +862,6 @@ def import_command(kind: str, files: tuple[str, ...], store_url: str | None, as_
     failed = False
     for path in files:
         try:
-            if kind != "auto":
-                _check_foreign(path, kind)
             done = import_file(store, path, kind)
         except (TurnlogError, OSError) as error:
             failed = True

@@ -79,18 +79,22 @@ class Repair(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def kind_of(path: str, kind: str) -> str:
-    """The file's format: as given, or sniffed from its first line for "auto"."""
-    if kind in KINDS:
-        return kind
-    if kind != "auto":
+    """The file's format, proved from its first line before any byte is read
+    further or written: "auto" takes what the line shows, a named kind must
+    match it. Anything else (a turnlog session, other JSONL) is refused."""
+    if kind not in (*KINDS, "auto"):
         raise UsageError(f"unknown transcript kind {kind!r}", hint="use claude-code, codex or auto")
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory", hint="pass a session file, or --all DIR")
     with open(path, "rb") as f:
         first = f.readline(1 << 20)
     found = sniff(first)
-    if found is None:
+    if found is None or (kind != "auto" and found != kind):
+        named = "a Claude Code or Codex" if kind == "auto" else f"a {kind}"
+        seen = f" (it looks like a {found} transcript)" if found else ""
         raise NotASessionError(
-            f"{path} is neither a Claude Code nor a Codex transcript",
-            hint="name the kind (claude-code or codex) if you know it",
+            f"{path} is not {named} transcript{seen}; it was left unchanged",
+            hint="name the right kind; a turnlog session is repaired with `turnlog recover`",
         )
     return found
 
@@ -156,7 +160,8 @@ def _claude_code_line(transcript: Transcript, owed: Sequence[OwedOutput]) -> str
     asked_by = next((calls[o.call_id].asked_by for o in owed if calls[o.call_id].asked_by), None)
     line: dict[str, Any] = {
         "parentUuid": tip.get("uuid"),
-        "isSidechain": False,
+        # A subagent's own file is all side chain: the repair joins it.
+        "isSidechain": bool(tip.get("isSidechain", False)),
         "userType": source.get("userType", "external"),
         "cwd": source.get("cwd"),
         "sessionId": source.get("sessionId", transcript.session_id),
@@ -180,6 +185,8 @@ def _claude_code_line(transcript: Transcript, owed: Sequence[OwedOutput]) -> str
     }
     if asked_by is not None:
         line["sourceToolAssistantUUID"] = asked_by
+    if isinstance(tip.get("agentId"), str):
+        line["agentId"] = tip["agentId"]
     line = {k: v for k, v in line.items() if v is not None or k == "parentUuid"}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
 
@@ -246,13 +253,15 @@ def doctor(
     *,
     dry_run: bool = False,
     force: bool = False,
-    confirm: Callable[[Diagnosis], bool] | None = None,
 ) -> Repair:
     """Repair a crashed transcript in its own format, by appending only.
 
     A torn final fragment is first moved to `<file>.torn-<offset>`; every other
     byte stays where it was. Refuses a file its tool may still be writing
     (`SessionLockedError`) unless `force`. A second run appends nothing.
+
+    The file is read again here even when a caller diagnosed it before
+    asking a person: what is appended follows the file as it is now.
     """
     found = diagnose(path, kind)
     if not found.needs_repair:
@@ -261,8 +270,6 @@ def doctor(
         return Repair(diagnosis=found, action="would repair")
     if not force:
         refuse_if_live(path)
-    if confirm is not None and not confirm(found):
-        return Repair(diagnosis=found, action="not repaired: declined")
     moved = quarantine(path, found.torn_tail) if found.torn_tail is not None else None
     written = 0
     if found.lines:
