@@ -357,3 +357,22 @@ def test_a_subagent_file_is_repaired_on_its_side_chain(tmp_path: Path) -> None:
     line = json.loads(agent_file.read_bytes().splitlines()[-1])
     assert code == 0 and line["isSidechain"] is True and line["agentId"] == "a1b2c3d4"
     assert [b["tool_use_id"] for b in line["message"]["content"]] == ["toolu_sub"]
+
+
+def test_a_whole_record_glued_before_a_cut_fragment_is_kept(tmp_path: Path) -> None:
+    """The newline of the last record was lost, then the next append was cut:
+    only the cut fragment may move."""
+    path = CLAUDE_CODE_CRASHES["after tool_use"](tmp_path)
+    whole = path.read_bytes().rstrip(b"\n")
+    fragment = b'{"parentUuid":"e9","isSidechain":false,"type":"user","mess'
+    path.write_bytes(whole + fragment)
+    age(path)
+    found = diagnose(str(path), "claude-code")
+    assert found.torn_tail is not None and found.torn_tail.offset == len(whole)
+    assert [o.call_id for o in found.owed] == ["toolu_02"]  # the glued record still counts
+    code, _ = doctor("claude-code", path)
+    after = path.read_bytes()
+    assert code == 0 and after.startswith(whole + b"\n")  # the repair on a line of its own
+    assert Path(f"{path}.torn-{len(whole)}").read_bytes() == fragment
+    again = diagnose(str(path), "claude-code")
+    assert not again.needs_repair and not again.problems

@@ -276,7 +276,7 @@ def doctor(
         written = append_lines(
             path,
             [line.encode() for line in found.lines],
-            newline_first=_missing_newline(path) and moved is None,
+            newline_first=_missing_newline(path),
         )
     return Repair(diagnosis=found, action="repaired", appended_bytes=written, torn_tail=moved)
 

@@ -349,7 +349,6 @@ def from_parsed(parsed: Parsed, path: str, *, subagents: bool = True) -> Transcr
     transcript = _convert(session_id, main, chain, links=links)
     transcript.problems = parsed.problems
     transcript.torn = parsed.torn
-    transcript.missing_newline = parsed.missing_newline
     transcript.tip = tip
     if duplicates:
         transcript.counted["repeated uuid (a resume's copy)"] = duplicates

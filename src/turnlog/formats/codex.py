@@ -228,7 +228,6 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
         calls=calls,
         problems=parsed.problems,
         torn=parsed.torn,
-        missing_newline=parsed.missing_newline,
         counted=dict(build.counted),
         variant=variant,
     )

@@ -38,14 +38,13 @@ class Parsed(msgspec.Struct, frozen=True, kw_only=True):
     """Every record of a file, and what stood in the way of reading it.
 
     `torn` is a final fragment that cannot be a finished record (no newline,
-    not a JSON object); `missing_newline` says the last record is whole but
-    its newline never reached the disk, so an append must add one first.
+    not a JSON object). A last record that is whole but lacks its newline is
+    a record, not a fragment: an append adds the newline first.
     """
 
     records: tuple[Record, ...]
     problems: tuple[Problem, ...]
     torn: TornTail | None
-    missing_newline: bool
     size_bytes: int
 
 
@@ -115,13 +114,49 @@ def _read_line(raw: bytes, offset: int, number: int, problems: list[Problem]) ->
     return []
 
 
+def _last_line(
+    raw: bytes, offset: int, number: int, problems: list[Problem]
+) -> tuple[list[Record], TornTail | None]:
+    """The records of a last line with no newline, and the fragment after them.
+
+    Only bytes that cannot be a finished record are a fragment: whole records
+    at the start of the line (a newline lost, then a cut append) are kept.
+    """
+    if not raw.strip(b"\0 \t\r"):
+        return [], None
+    found: list[Problem] = []
+    whole = _read_line(raw, offset, number, found)
+    if whole and raw.strip(b"\0 \t\r").endswith(b"}"):
+        problems.extend(found)
+        return whole, None
+    kept: list[Record] = []
+    cut = 0
+    if b"\0" not in raw:
+        try:
+            text = raw.decode("utf-8", errors="strict")
+        except UnicodeDecodeError:
+            text = ""
+        index = 0
+        while text:
+            while index < len(text) and text[index] in " \t\r":
+                index += 1
+            try:
+                value, index = _DECODER.raw_decode(text, index)
+            except (ValueError, RecursionError):
+                break
+            if not isinstance(value, dict):
+                break
+            kept.append(Record(offset=offset + cut, line=number, data=value))
+            cut = len(text[:index].encode("utf-8"))
+    return kept, TornTail(offset=offset + cut, size_bytes=len(raw) - cut)
+
+
 def parse(data: bytes) -> Parsed:
     """Read every record of a foreign JSONL file's bytes. Never raises for
     damage: it is reported, and the bytes are left where they are."""
     records: list[Record] = []
     problems: list[Problem] = []
     torn: TornTail | None = None
-    missing_newline = False
     offset = 0
     number = 0
     size = len(data)
@@ -129,14 +164,8 @@ def parse(data: bytes) -> Parsed:
         number += 1
         end = data.find(b"\n", offset)
         if end == -1:
-            raw = data[offset:]
-            found = _read_line(raw, offset, number, [])
-            text_ok = found and raw.strip(b"\0 \t\r").endswith(b"}")
-            if text_ok:
-                records.extend(found)
-                missing_newline = True
-            elif raw.strip(b"\0 \t\r"):
-                torn = TornTail(offset=offset, size_bytes=size - offset)
+            whole, torn = _last_line(data[offset:], offset, number, problems)
+            records.extend(whole)
             break
         records.extend(_read_line(data[offset:end], offset, number, problems))
         offset = end + 1
@@ -144,7 +173,6 @@ def parse(data: bytes) -> Parsed:
         records=tuple(records),
         problems=tuple(problems),
         torn=torn,
-        missing_newline=missing_newline,
         size_bytes=size,
     )
 

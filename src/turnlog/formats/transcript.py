@@ -42,7 +42,6 @@ class Transcript(msgspec.Struct, kw_only=True):
     calls: dict[str, Call]
     problems: tuple[Problem, ...] = ()
     torn: TornTail | None = None
-    missing_newline: bool = False
     # Line types read but not imported, and lines skipped, by reason.
     counted: dict[str, int] = msgspec.field(default_factory=dict)
     # The newest line of the main chain (Claude Code), whose envelope a repair copies.
