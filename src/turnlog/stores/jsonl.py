@@ -1036,15 +1036,19 @@ class JSONLStore(Store):
             return
         except OSError as exc:
             raise _translate(exc, "list", directory) from exc
+        present = set(names)
         for name in names:
             if not name.endswith(SUFFIX):
                 continue
+            stem = name[: -len(SUFFIX)]
             try:
-                session_id = validate_session_id(prefix + name[: -len(SUFFIX)])
+                session_id = validate_session_id(prefix + stem)
             except UsageError:
                 continue
             out.append(session_id)
-            if deep and session_id.count("/") < MAX_AGENT_DEPTH:
+            # Only a session that spawned subagents has a folder to descend
+            # into: a store of many sessions lists each folder once.
+            if deep and stem + AGENTS_SUFFIX in present and session_id.count("/") < MAX_AGENT_DEPTH:
                 self._collect(session_id, out)
 
     def exists(self, session_id: str) -> bool:
