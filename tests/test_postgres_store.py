@@ -16,6 +16,7 @@ import pytest
 import turnlog
 from builders import crashed_session, put
 from entry_point import cli
+from store_workers import race_for_one_session, worker
 from turnlog import events as ev
 
 psycopg = pytest.importorskip("psycopg")
@@ -49,51 +50,17 @@ def test_a_wrong_server_is_a_clear_error() -> None:
     assert code == 3 and "hint:" in err and "server running" in err
 
 
-WORKER = """
-import sys, turnlog
-store, _ = turnlog.open_store(sys.argv[1])
-with turnlog.open(store, sys.argv[2], durability=sys.argv[3]) as log:
-    for i in range(int(sys.argv[4])):
-        log.user(f"{sys.argv[2]} {i}")
-    if len(sys.argv) > 5:
-        log.append(turnlog.TurnStart(turn=1, revivals=0))
-        print("ready", flush=True)
-        sys.stdin.readline()
-"""
-
-
 def test_eight_processes_on_eight_sessions_and_eight_racing_for_one(url: str) -> None:
     store, _ = turnlog.open_store(url)
     store.init()
-    workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, url, f"w{i}", "none", "100"])
-        for i in range(8)
-    ]
+    workers = [worker(url, f"w{i}", "none", 100) for i in range(8)]
     assert [w.wait(timeout=180) for w in workers] == [0] * 8
     for i in range(8):
         events = store.read(f"w{i}")
         assert [e.seq for e in events] == list(range(101))
     with turnlog.open(store, "one"):
         pass
-    racers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, url, "one", "none", "10", "hold"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(8)
-    ]
-    time.sleep(4)
-    alive = [r for r in racers if r.poll() is None]
-    assert len(alive) == 1
-    assert alive[0].stdin is not None
-    alive[0].stdin.write("\n")
-    alive[0].stdin.close()
-    for racer in racers:
-        racer.wait(timeout=60)
-    assert sum(r.returncode == 0 for r in racers) == 1
+    race_for_one_session(url, "one", 10)
     events = store.read("one")
     assert [e.seq for e in events] == list(range(12))
 
@@ -104,12 +71,7 @@ def test_a_dead_writer_is_interrupted_and_recovered_once(
 ) -> None:
     store, _ = turnlog.open_store(url)
     store.init()
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WORKER, url, "k", "always", "5", "hold"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = worker(url, "k", "always", 5, hold=True)
     assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
     assert turnlog.inspect(store, "k").status == "running"
     if how == "kill -9":

@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ import pytest
 import turnlog
 from builders import assistant, call, dispatch, number, step_start, turn_start
 from entry_point import cli
+from store_workers import race_for_one_session, worker
 from turnlog import events as ev
 from turnlog.stores import SQLiteStore, open_store
 
@@ -109,27 +107,10 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     assert (tmp_path / "notes.db").read_text() == "hello, not a database\n" * 100
 
 
-WORKER = """
-import sys, turnlog
-from turnlog.stores import SQLiteStore
-store = SQLiteStore(sys.argv[1])
-with turnlog.open(store, sys.argv[2], durability=sys.argv[3]) as log:
-    for i in range(int(sys.argv[4])):
-        log.user(f"{sys.argv[2]} {i}")
-    if len(sys.argv) > 5:
-        log.append(turnlog.TurnStart(turn=1, revivals=0))
-        print("ready", flush=True)
-        sys.stdin.readline()
-"""
-
-
 def test_eight_processes_on_eight_sessions_lose_nothing(tmp_path: Path) -> None:
     db = str(tmp_path / "s.db")
     SQLiteStore(db).sessions()
-    workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, db, f"w{i}", "none", "150"])
-        for i in range(8)
-    ]
+    workers = [worker(f"sqlite:///{db}", f"w{i}", "none", 150) for i in range(8)]
     assert [w.wait(timeout=120) for w in workers] == [0] * 8
     store = SQLiteStore(db)
     for i in range(8):
@@ -142,30 +123,7 @@ def test_eight_processes_racing_for_one_session_one_writes(tmp_path: Path) -> No
     db = str(tmp_path / "s.db")
     with turnlog.open(SQLiteStore(db), "one"):
         pass
-    racers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, db, "one", "none", "50", "hold"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(8)
-    ]
-    time.sleep(3)
-    ready = []
-    for racer in racers:
-        if racer.poll() is None:
-            ready.append(racer)
-    assert len(ready) == 1, [r.poll() for r in racers]
-    assert ready[0].stdin is not None
-    ready[0].stdin.write("\n")
-    ready[0].stdin.close()
-    for racer in racers:
-        racer.wait(timeout=60)
-    losers = [r for r in racers if r is not ready[0]]
-    assert all(r.returncode != 0 for r in losers)
-    assert all("SessionLockedError" in (r.stderr.read() if r.stderr else "") for r in losers)
+    race_for_one_session(f"sqlite:///{db}", "one", 50)
     events = SQLiteStore(db).read("one")
     assert [e.seq for e in events] == list(range(len(events))) and len(events) == 52
 
@@ -175,12 +133,7 @@ def test_a_killed_writer_goes_from_running_to_interrupted_and_recovers_once(
 ) -> None:
     db = str(tmp_path / "s.db")
     SQLiteStore(db).sessions()
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WORKER, db, "k", "always", "20", "hold"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = worker(f"sqlite:///{db}", "k", "always", 20, hold=True)
     assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
     store = SQLiteStore(db)
     assert turnlog.inspect(store, "k").status == "running"
