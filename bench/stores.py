@@ -62,9 +62,26 @@ def _line() -> str:
     return encode_line(ev.Event(seq=2, data=dispatch, ts=TS)).decode()
 
 
-def durable_sqlite(directory: Path, blocks: int, per_block: int) -> dict[str, Any]:
+def paired_with_turnlog(
+    store: Any, bare_insert: Callable[[], None], blocks: int, per_block: int
+) -> dict[str, Any]:
+    """A durable turnlog append (one `tool_dispatch` inside an open turn: no
+    tail fact moves) paired block by block with the bare driver insert."""
     import turnlog
     from turnlog import events as ev
+
+    log = turnlog.open(store, "s", durability="always")
+    log.append(ev.TurnStart(turn=1, revivals=0))
+    dispatch = ev.ToolDispatch(call_id="call_0123456789abcdef", name="write_file")
+    try:
+        return paired(
+            {"bare": bare_insert, "turnlog": lambda: log.append(dispatch)}, blocks, per_block
+        )
+    finally:
+        log.close()
+
+
+def durable_sqlite(directory: Path, blocks: int, per_block: int) -> dict[str, Any]:
     from turnlog.stores import SQLiteStore
 
     shutil.rmtree(directory, ignore_errors=True)
@@ -87,13 +104,7 @@ def durable_sqlite(directory: Path, blocks: int, per_block: int) -> dict[str, An
         counter[0] += 1
         bare.execute("INSERT INTO events VALUES ('s', ?, ?)", (counter[0], line.encode()))
 
-    log = turnlog.open(SQLiteStore(directory / "t.db"), "s", durability="always")
-    log.append(ev.TurnStart(turn=1, revivals=0))
-    dispatch = ev.ToolDispatch(call_id="call_0123456789abcdef", name="write_file")
-    result = paired(
-        {"bare": bare_insert, "turnlog": lambda: log.append(dispatch)}, blocks, per_block
-    )
-    log.close()
+    result = paired_with_turnlog(SQLiteStore(directory / "t.db"), bare_insert, blocks, per_block)
     bare.close()
     return result
 
@@ -101,8 +112,6 @@ def durable_sqlite(directory: Path, blocks: int, per_block: int) -> dict[str, An
 def durable_postgres(dsn: str, blocks: int, per_block: int) -> dict[str, Any]:
     import psycopg
 
-    import turnlog
-    from turnlog import events as ev
     from turnlog.stores.postgres import PostgresStore
 
     line = _line()
@@ -123,13 +132,7 @@ def durable_postgres(dsn: str, blocks: int, per_block: int) -> dict[str, Any]:
         )
 
     store = PostgresStore(dsn, schema=f"bench_durable_{os.getpid()}")
-    log = turnlog.open(store, "s", durability="always")
-    log.append(ev.TurnStart(turn=1, revivals=0))
-    dispatch = ev.ToolDispatch(call_id="call_0123456789abcdef", name="write_file")
-    result = paired(
-        {"bare": bare_insert, "turnlog": lambda: log.append(dispatch)}, blocks, per_block
-    )
-    log.close()
+    result = paired_with_turnlog(store, bare_insert, blocks, per_block)
     bare.close()
     return result
 
