@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
@@ -13,7 +14,7 @@ from builders import assistant, call, dispatch, number, step_start, turn_start
 from turnlog import events as ev
 from turnlog.events import Event
 from turnlog.stores import JSONLStore
-from turnlog.stores.jsonl import scan_lines
+from turnlog.stores.jsonl import _lines_forward, scan_file, scan_lines
 from turnlog.stores.jsonl_record import encode_line
 
 EVENTS = number(
@@ -240,3 +241,52 @@ def test_revivals_of_a_log_without_stamps_are_found_by_the_byte_search(tmp_path:
         tail = JSONLStore(tmp_path).read_tail(f"u{real}")
         assert tail.verdict().revivals == real == turnlog.verdict(events).revivals
         assert len(tail.events) < 10
+
+
+# Block sizes that cut lines everywhere: inside a record, on its newline, a block per byte.
+BLOCK_SIZES = (1, 7, 64, 151, 4096)
+
+
+def line_by_line(data: bytes) -> turnlog.stores.jsonl.Scan:
+    # Lines as the line reader takes them from a file: split on newline
+    # bytes only, none longer than the line limit.
+    return scan_lines(_lines_forward(io.BytesIO(data), len(data)), checksummed=True)
+
+
+def in_blocks(data: bytes, block_bytes: int) -> turnlog.stores.jsonl.Scan:
+    return scan_file(io.BytesIO(data), len(data), checksummed=True, block_bytes=block_bytes)
+
+
+def damaged_images() -> list[bytes]:
+    images = [DATA[:cut] for cut in range(len(DATA) + 1)]
+    for position in range(0, len(DATA), 3):
+        damaged = bytearray(DATA)
+        damaged[position] ^= 1 << (position % 8)
+        images.append(bytes(damaged))
+    images += [DATA + junk for junk in (b"\x00" * 300, b"garbage", b"{}\n", b"\n\x00", b"\r\n")]
+    # A record out of seq order, and a good record after damage.
+    lines = DATA.splitlines(keepends=True)
+    images.append(b"".join([lines[0], lines[2], lines[1], *lines[3:]]))
+    images.append(b"".join([*lines[:2], b"junk\n", *lines[2:]]))
+    return images
+
+
+def test_block_reader_classifies_exactly_like_the_line_reader() -> None:
+    # Loading reads in blocks with a tight loop for whole records; whatever
+    # the damage and wherever a block ends, it must find what the line-by-line
+    # reader finds: the same events, problems, torn tail and refusal.
+    for image in damaged_images():
+        expected = line_by_line(image)
+        for block_bytes in BLOCK_SIZES:
+            assert in_blocks(image, block_bytes) == expected, (image, block_bytes)
+
+
+def test_block_reader_hands_an_oversized_line_to_the_line_reader() -> None:
+    huge = (
+        b'{"seq":5,"type":"user_message","data":{"content":"' + b"x" * ev.MAX_LINE_BYTES + b'"}}\n'
+    )
+    image = DATA + huge
+    result = in_blocks(image, 1 << 20)
+    assert result == line_by_line(image)
+    assert result.events == EVENTS and result.torn is not None
+    assert "limit" in result.problems[0].message

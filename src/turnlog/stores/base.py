@@ -95,6 +95,10 @@ def parent_session_id(session_id: str) -> str | None:
     return head[: -len(AGENTS_SUFFIX)]
 
 
+# The payloads that move a tail fact; every other event leaves them as they are.
+TAIL_FACT_TYPES: Final = frozenset({ev.TurnStart, ev.TurnEnd, ev.RunRevived})
+
+
 def tail_facts(events: Sequence[Event]) -> tuple[tuple[int | None] | None, int]:
     """What appending these events does to a session's tail facts, for stores
     that keep them beside the events: how the open turn moves (None if the
@@ -104,6 +108,8 @@ def tail_facts(events: Sequence[Event]) -> tuple[tuple[int | None] | None, int]:
     revivals = 0
     for event in events:
         data = event.data
+        if type(data) not in TAIL_FACT_TYPES:
+            continue
         if isinstance(data, ev.TurnStart):
             change = (event.seq,)
         elif isinstance(data, ev.TurnEnd):

@@ -6,12 +6,13 @@ import collections
 import contextlib
 import errno
 import fcntl
+import itertools
 import os
 import stat
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Final, NoReturn
+from typing import BinaryIO, Final, NoReturn
 
 import msgspec
 
@@ -57,8 +58,15 @@ SUFFIX: Final = ".jsonl"
 # Backward reads go in blocks this size: large enough that a typical open
 # turn is one or two reads, small enough that detection reads almost nothing.
 TAIL_BLOCK_BYTES: Final = 64 * 1024
-# Forward reads buffer this much at a time.
-READ_BLOCK_BYTES: Final = 1024 * 1024
+# Forward reads take this much at a time: large enough that the per-block
+# work vanishes beside the records', small enough that a load holds little
+# more than one block of records at once (the memory tests' bound).
+READ_BLOCK_BYTES: Final = 256 * 1024
+# The buffer behind the line-by-line reads that follow damage (a block read
+# bypasses it).
+_LINE_BUFFER_BYTES: Final = 64 * 1024
+# After damage, a forward read hands its records on in lists this long.
+_HANDOVER_BATCH: Final = 1024
 # A reader's inspection briefly takes a shared lock; a writer opening at that
 # instant retries this long before it reports the session as locked.
 LOCK_RETRY_S: Final = 0.2
@@ -211,20 +219,28 @@ class _Scanner:
         self.offset = 0
         self.count = 0
 
-    def events(self, lines: Iterator[bytes]) -> Iterator[Event]:
+    def events(
+        self,
+        lines: Iterator[bytes],
+        *,
+        expected_seq: int = 0,
+        offset: int = 0,
+        first_line: int = 1,
+    ) -> Iterator[Event]:
         """Bytes that cannot be a finished record followed only by more such
         bytes are a torn tail (a crash artifact). A bad record followed by a
         good one, a good record out of seq order, or a complete record that
         cannot be understood is a refusal: no crash writes those, and nothing
-        is moved. Yields the valid prefix, before the first problem."""
+        is moved. Yields the valid prefix, before the first problem.
+
+        `expected_seq`, `offset` and `first_line` say where `lines` start when
+        `batches` has already taken the records before them."""
         problems = self.problems
         checksummed = self.checksummed
-        expected_seq = 0
-        offset = 0
         crc32 = zlib.crc32
         decode_fast = decode_record_fast
         try:
-            for line_number, raw in enumerate(lines, start=1):
+            for line_number, raw in enumerate(lines, start=first_line):
                 size = len(raw)
                 if (
                     expected_seq
@@ -303,6 +319,85 @@ class _Scanner:
             self.offset = offset
             self.count = expected_seq
 
+    def batches(
+        self, f: BinaryIO, end: int, *, block_bytes: int = READ_BLOCK_BYTES
+    ) -> Iterator[list[Event]]:
+        """`events` over a whole file from its first byte up to `end`, a block
+        at a time: the same classification, in lists of at most a block's
+        records.
+
+        Loading is the one read that touches every record, so its common case
+        runs in one tight loop per block: a whole line whose checksum matches
+        and whose record decodes with the next seq is taken as is. At the
+        first line that loop cannot take (damage, a line longer than the
+        limit, an unterminated end), the rest of the file goes line by line
+        through `events`, which words every problem.
+        """
+        crc32 = zlib.crc32
+        decode_fast = decode_record_fast
+        session_type = ev.Session
+        crc_open = CRC_OPEN
+        expected_seq = 0
+        offset = 0  # the first byte not yet classified
+        line_number = 1
+        position = 0  # the bytes read so far
+        carry = b""
+        handed_over = False
+        try:
+            while position < end:
+                block = f.read(min(block_bytes, end - position))
+                if not block:
+                    break
+                position += len(block)
+                lines = (carry + block if carry else block).split(b"\n")
+                # The last piece has no newline yet: the start of the next block's first line.
+                carry = lines.pop()
+                taken: list[Event] = []
+                keep = taken.append
+                for line in lines:
+                    if (
+                        len(line) >= MAX_LINE_BYTES
+                        or line[-18:-10] != crc_open
+                        or line[-2:] != b'"}'
+                        or b"%08x" % crc32(line[:-18]) != line[-10:-2]
+                    ):
+                        break
+                    event = decode_fast(line)
+                    if (
+                        event is None
+                        or event.seq != expected_seq
+                        or (not expected_seq and type(event.data) is not session_type)
+                    ):
+                        break
+                    keep(event)
+                    expected_seq += 1
+                count = len(taken)
+                offset += sum(map(len, lines[:count])) + count
+                line_number += count
+                if taken:
+                    yield taken
+                if count < len(lines) or len(carry) >= MAX_LINE_BYTES:
+                    break
+            if offset < end:
+                handed_over = True
+                f.seek(offset)
+                rest = self.events(
+                    _lines_forward(f, end - offset),
+                    expected_seq=expected_seq,
+                    offset=offset,
+                    first_line=line_number,
+                )
+                while chunk := list(itertools.islice(rest, _HANDOVER_BATCH)):
+                    yield chunk
+        finally:
+            if not handed_over:
+                self.offset = offset
+                self.count = expected_seq
+
+    def stream(self, f: BinaryIO, end: int) -> Iterator[Event]:
+        """`batches`, one event at a time."""
+        return itertools.chain.from_iterable(self.batches(f, end))
+
     def scan(self, events: list[Event]) -> Scan:
         torn = None
         if self.first_bad_offset is not None and self.refusal is None:
@@ -323,6 +418,16 @@ def scan_lines(lines: Iterator[bytes], *, checksummed: bool) -> Scan:
     """Classify every line, keeping the valid prefix (see `_Scanner.events`)."""
     scanner = _Scanner(checksummed=checksummed)
     return scanner.scan(list(scanner.events(lines)))
+
+
+def scan_file(
+    f: BinaryIO, end: int, *, checksummed: bool, block_bytes: int = READ_BLOCK_BYTES
+) -> Scan:
+    """`scan_lines` over an open file from its start up to `end`, read in blocks."""
+    scanner = _Scanner(checksummed=checksummed)
+    return scanner.scan(
+        list(itertools.chain.from_iterable(scanner.batches(f, end, block_bytes=block_bytes)))
+    )
 
 
 # Both revival anchors hold these bytes ("run_revived", "revivals"), and
@@ -476,9 +581,9 @@ def _closed_on_error(fd: int, action: str, path: str) -> Iterator[int]:
 
 def _scan_fd(fd: int, end: int, *, checksummed: bool) -> Scan:
     """Classify every line of an open session file up to `end`."""
-    with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
+    with os.fdopen(os.dup(fd), "rb", buffering=_LINE_BUFFER_BYTES) as f:
         f.seek(0)
-        return scan_lines(_lines_forward(f, end), checksummed=checksummed)
+        return scan_file(f, end, checksummed=checksummed)
 
 
 class _JSONLWriter(StoreWriter):
@@ -776,9 +881,9 @@ class JSONLStore(Store):
                     torn=TornTail(offset=0, size_bytes=end) if end else None,
                 )
             scanner = _Scanner(checksummed=head.checksummed)
-            with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
+            with os.fdopen(os.dup(fd), "rb", buffering=_LINE_BUFFER_BYTES) as f:
                 f.seek(0)
-                stream = scanner.events(_lines_forward(f, end))
+                stream = scanner.stream(f, end)
                 if on_event is None:
                     events = list(stream)
                 else:
@@ -817,9 +922,9 @@ class JSONLStore(Store):
                     "its creation short"
                 )
             scanner = _Scanner(checksummed=head.checksummed)
-            with os.fdopen(os.dup(fd), "rb", buffering=READ_BLOCK_BYTES) as f:
+            with os.fdopen(os.dup(fd), "rb", buffering=_LINE_BUFFER_BYTES) as f:
                 f.seek(0)
-                yield from scanner.events(_lines_forward(f, end))
+                yield from scanner.stream(f, end)
             scan = scanner.scan([])
             if scan.refusal is not None:
                 self._refuse(scan.refusal, session_id, scan)

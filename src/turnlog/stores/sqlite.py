@@ -21,7 +21,13 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Event
-from turnlog.stores.base import Holder, StoreWriter, tail_facts, validate_session_id
+from turnlog.stores.base import (
+    TAIL_FACT_TYPES,
+    Holder,
+    StoreWriter,
+    tail_facts,
+    validate_session_id,
+)
 from turnlog.stores.jsonl import LOCK_RETRY_S
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.rows import decode_row, refuse_gap
@@ -89,6 +95,29 @@ class _SQLiteWriter(StoreWriter):
     @property
     def next_seq(self) -> int:
         return self._next_seq
+
+    def append_one(self, event: Event, sync: bool) -> None:
+        # The hot path: one event that moves no tail fact is one INSERT in
+        # autocommit, with no batch machinery around it. Every other case
+        # (a boundary, a revival, a closed or poisoned writer, a seq conflict)
+        # takes `append`, which words the errors.
+        if (
+            type(event.data) in TAIL_FACT_TYPES
+            or self._lock_fd is None
+            or self._poisoned is not None
+            or event.seq != self._next_seq
+            or sync != (self._synchronous == "FULL")
+        ):
+            self.append((event,), expected_seq=event.seq, sync=sync)
+            return
+        try:
+            self._connection.execute(_INSERT, (self._session_id, event.seq, encode_line(event)))
+        except sqlite3.IntegrityError:
+            actual = self._store._next_seq(self._session_id)
+            raise self._conflict(event.seq, actual) from None
+        except sqlite3.Error as exc:
+            raise _translate(exc, "append to", self._store.url) from exc
+        self._next_seq = event.seq + 1
 
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
         if self._lock_fd is None:
