@@ -10,7 +10,6 @@ import itertools
 import os
 import stat
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, Final, NoReturn
 
@@ -33,7 +32,7 @@ from turnlog.errors import (
     UnreadableRecordError,
     UsageError,
 )
-from turnlog.events import FORMAT_VERSION, MAX_LINE_BYTES, Event, decode_record_fast
+from turnlog.events import FORMAT_VERSION, MAX_LINE_BYTES, Event
 from turnlog.formats.sniff import foreign_hint
 from turnlog.stores.base import (
     AGENTS_SUFFIX,
@@ -45,9 +44,9 @@ from turnlog.stores.base import (
 )
 from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
 from turnlog.stores.jsonl_record import (
-    CRC_OPEN,
     check_crc,
     decode_line,
+    decode_sound_line,
     encode_line,
     encode_line_into,
 )
@@ -237,8 +236,7 @@ class _Scanner:
         `batches` has already taken the records before them."""
         problems = self.problems
         checksummed = self.checksummed
-        crc32 = zlib.crc32
-        decode_fast = decode_record_fast
+        decode_sound = decode_sound_line
         try:
             for line_number, raw in enumerate(lines, start=first_line):
                 size = len(raw)
@@ -246,15 +244,11 @@ class _Scanner:
                     expected_seq
                     and self.first_bad_offset is None
                     and self.refusal is None
-                    and raw[-19:-11] == CRC_OPEN
-                    and raw[-3:] == b'"}\n'
-                    and b"%08x" % crc32(raw[:-19]) == raw[-11:-3]
+                    and raw[-1:] == b"\n"
                 ):
                     # The fast path: a whole record whose checksum matches, in a
-                    # file with no damage so far (the same checks as
-                    # `decode_line`, inlined: this loop runs once per event of
-                    # every load).
-                    fast = decode_fast(raw)
+                    # file with no damage so far.
+                    fast = decode_sound(raw[:-1])
                     if fast is not None and fast.seq == expected_seq:
                         expected_seq += 1
                         offset += size
@@ -327,16 +321,14 @@ class _Scanner:
         records.
 
         Loading is the one read that touches every record, so its common case
-        runs in one tight loop per block: a whole line whose checksum matches
-        and whose record decodes with the next seq is taken as is. At the
+        runs in one tight loop per block: a sound line (`decode_sound_line`)
+        holding the next seq is taken as is. At the
         first line that loop cannot take (damage, a line longer than the
         limit, an unterminated end), the rest of the file goes line by line
         through `events`, which words every problem.
         """
-        crc32 = zlib.crc32
-        decode_fast = decode_record_fast
+        decode_sound = decode_sound_line
         session_type = ev.Session
-        crc_open = CRC_OPEN
         expected_seq = 0
         offset = 0  # the first byte not yet classified
         line_number = 1
@@ -355,14 +347,7 @@ class _Scanner:
                 taken: list[Event] = []
                 keep = taken.append
                 for line in lines:
-                    if (
-                        len(line) >= MAX_LINE_BYTES
-                        or line[-18:-10] != crc_open
-                        or line[-2:] != b'"}'
-                        or b"%08x" % crc32(line[:-18]) != line[-10:-2]
-                    ):
-                        break
-                    event = decode_fast(line)
+                    event = decode_sound(line)
                     if (
                         event is None
                         or event.seq != expected_seq

@@ -6,7 +6,7 @@ from typing import NoReturn
 
 from turnlog.errors import CorruptLogError, FormatError, UnreadableRecordError
 from turnlog.events import Event
-from turnlog.stores.jsonl_record import decode_line
+from turnlog.stores.jsonl_record import decode_line, decode_sound_line
 
 
 def decode_row(where: str, session_id: str, seq: int, line: object) -> Event:
@@ -18,8 +18,12 @@ def decode_row(where: str, session_id: str, seq: int, line: object) -> Event:
         raise CorruptLogError(
             f"session {session_id!r} seq {seq}: a {type(line).__name__}, not a record", path=where
         )
+    line = line.rstrip(b"\n")
+    event = decode_sound_line(line)
+    if event is not None and event.seq == seq:
+        return event
     try:
-        event, _ = decode_line(line.rstrip(b"\n"), checksummed=True)
+        event, _ = decode_line(line, checksummed=True)
     except UnreadableRecordError as exc:
         raise UnreadableRecordError(
             f"session {session_id!r} seq {seq}: {exc.detail}", path=where
