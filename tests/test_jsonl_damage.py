@@ -243,6 +243,32 @@ def test_revivals_of_a_log_without_stamps_are_found_by_the_byte_search(tmp_path:
         assert len(tail.events) < 10
 
 
+def test_a_revival_mark_across_a_search_block_boundary_is_found(tmp_path: Path) -> None:
+    # The backward search for the revival count reads the last 64 KB first. A
+    # padding that grows a byte at a time slides the anchor's mark across that
+    # block's start; every position must still find it.
+    from turnlog.stores.jsonl import _ANCHOR_MARK, TAIL_BLOCK_BYTES, _revivals_before
+
+    straddled = 0
+    for pad in range(64 * 1024 - 400, 64 * 1024):
+        head = encode_line(Event(seq=0, data=ev.Session(session_id="m")))
+        # A stamped turn_start holds the mark once ("revivals"); run_revived holds it twice.
+        anchor = encode_line(Event(seq=1, data=ev.TurnStart(turn=1, revivals=1)))
+        padding = encode_line(Event(seq=2, data=ev.UserMessage(content="x" * pad)))
+        data = head + anchor + padding
+        mark = len(head) + anchor.index(_ANCHOR_MARK)
+        boundary = len(data) - TAIL_BLOCK_BYTES
+        straddled += mark < boundary < mark + len(_ANCHOR_MARK)
+        path = tmp_path / "m.jsonl"
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert _revivals_before(fd, len(data), str(path)) == 1, pad
+        finally:
+            os.close(fd)
+    assert straddled == len(_ANCHOR_MARK) - 1  # the test crosses the boundary
+
+
 # Block sizes that cut lines everywhere: inside a record, on its newline, a block per byte.
 BLOCK_SIZES = (1, 7, 64, 151, 4096)
 

@@ -462,14 +462,16 @@ def _revivals_before(fd: int, offset: int, path: str) -> int:
     and a damaged anchor refuses the session.
     """
     pos = offset
-    overlap = b""
     # The anchor is usually near (the open turn's own stamp): start with a
     # small block and double up to the full one for a long search.
     block_bytes = TAIL_BLOCK_BYTES
     while pos > 0:
         start = max(0, pos - block_bytes)
         block_bytes = min(2 * block_bytes, SEARCH_BLOCK_BYTES)
-        block = os.pread(fd, pos - start, start) + overlap
+        # Each block runs a mark's length into the one searched before, so a
+        # mark across the boundary is found; read, not joined: a search
+        # through a whole log without stamps copies each byte once.
+        block = os.pread(fd, min(pos + len(_ANCHOR_MARK), offset) - start, start)
         limit = len(block)
         while (index := block.rfind(_ANCHOR_MARK, 0, limit)) >= 0:
             line_start, line = _line_at(fd, start + index)
@@ -490,7 +492,6 @@ def _revivals_before(fd: int, offset: int, path: str) -> int:
                 return event.data.revival
             if isinstance(event.data, ev.TurnStart) and event.data.revivals is not None:
                 return event.data.revivals
-        overlap = block[: len(_ANCHOR_MARK)]
         pos = start
     return 0
 
