@@ -1,10 +1,12 @@
-"""Writer processes for the SQL stores' concurrency tests: one script, any store URL."""
+"""Writers for the SQL stores' concurrency tests: one script, any store URL, and the
+stale-writer check both stores share."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from typing import Any
 
 # argv: URL SESSION DURABILITY COUNT [hold]. Appends COUNT user messages; with
 # "hold", opens a turn, says "ready" and holds the writer until a line on stdin.
@@ -54,3 +56,46 @@ def race_for_one_session(url: str, session_id: str, count: int, racers: int = 8)
             continue
         assert loser.returncode != 0
         assert loser.stderr is not None and "SessionLockedError" in loser.stderr.read()
+
+
+def stale_writers_conflict_and_change_nothing(store: Any) -> None:
+    """Two writers forced past the lock: whichever appends second, with a seq
+    the other took, is refused whole, by the one-event path (no tail fact
+    moves) and by the batch path (a turn boundary moves one) alike."""
+    import pytest
+
+    import turnlog
+    from turnlog import events as ev
+    from turnlog.events import Event
+
+    items: list[ev.EventData] = [
+        ev.Session(session_id="stale"),
+        ev.UserMessage(content="pay"),
+        ev.TurnStart(turn=1, revivals=0),
+        ev.StepStart(turn=1, step=1),
+        ev.StepEnd(turn=1, step=1, outcome="ok"),
+        ev.TurnEnd(turn=1, steps=1),
+    ]
+    log = [Event(seq=seq, data=data) for seq, data in enumerate(items)]
+    with store.create(log[0]) as writer:
+        writer.append(log[1:3], expected_seq=1, sync=True)
+    stale = store.writer("stale", force=True)
+    with store.writer("stale", force=True) as fresh:
+        fresh.append(log[3:4], expected_seq=3, sync=True)
+    try:
+        with pytest.raises(turnlog.SeqConflictError) as one:
+            stale.append(log[3:4], expected_seq=3, sync=True)
+        assert (one.value.expected, one.value.actual) == (3, 4)
+        with pytest.raises(turnlog.SeqConflictError) as batch:
+            stale.append(log[3:6], expected_seq=3, sync=True)
+        assert (batch.value.expected, batch.value.actual) == (3, 4)
+    finally:
+        stale.close()
+    assert store.read("stale") == log[:4]
+    assert turnlog.inspect(store, "stale").status == "interrupted"  # the turn is still open
+    # A writer opened mid-turn continues from the events, not from the tail
+    # facts stored at the last boundary.
+    with store.writer("stale") as writer:
+        assert writer.next_seq == 4
+        writer.append(log[4:6], expected_seq=4, sync=True)
+    assert store.read("stale") == log

@@ -16,7 +16,7 @@ import pytest
 import turnlog
 from builders import crashed_session, put
 from entry_point import cli
-from store_workers import race_for_one_session, worker
+from store_workers import race_for_one_session, stale_writers_conflict_and_change_nothing, worker
 from turnlog import events as ev
 
 psycopg = pytest.importorskip("psycopg")
@@ -43,6 +43,11 @@ def test_the_cli_works_on_postgres(url: str) -> None:
     assert json.loads(cli("recover", "s1", "--store", url, "--json")[1])["appended"] == []
     assert cli("verify", "--store", url)[0] == 0
     assert cli("export", "s1", "--store", url, "--to", "anthropic", "--validate")[0] == 0
+
+
+def test_a_stale_writer_conflicts_and_changes_nothing(url: str) -> None:
+    store, _ = turnlog.open_store(url)
+    stale_writers_conflict_and_change_nothing(store)
 
 
 def test_a_wrong_server_is_a_clear_error() -> None:

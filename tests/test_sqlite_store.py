@@ -12,7 +12,7 @@ import pytest
 import turnlog
 from builders import assistant, call, dispatch, number, step_start, turn_start
 from entry_point import cli
-from store_workers import race_for_one_session, worker
+from store_workers import race_for_one_session, stale_writers_conflict_and_change_nothing, worker
 from turnlog import events as ev
 from turnlog.stores import SQLiteStore, open_store
 
@@ -60,16 +60,7 @@ def test_the_cli_works_on_a_database(tmp_path: Path) -> None:
 
 
 def test_a_stale_writer_conflicts_and_changes_nothing(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "s.db")
-    with store.create(CRASHED[0]) as writer:
-        writer.append(CRASHED[1:3], expected_seq=1, sync=True)
-    stale = store.writer("s1", force=True)
-    with store.writer("s1", force=True) as fresh:
-        fresh.append(CRASHED[3:4], expected_seq=3, sync=True)
-    with pytest.raises(turnlog.SeqConflictError):
-        stale.append(CRASHED[3:4], expected_seq=3, sync=True)
-    stale.close()
-    assert store.read("s1") == CRASHED[:4]
+    stale_writers_conflict_and_change_nothing(SQLiteStore(tmp_path / "s.db"))
 
 
 def test_a_damaged_row_refuses_the_session(tmp_path: Path) -> None:

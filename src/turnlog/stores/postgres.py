@@ -93,8 +93,11 @@ def _translate(exc: Exception, action: str, where: str) -> TurnlogError:
     return StoreIOError(f"{action} {where}: {text}")
 
 
-# Every append moves the session's next seq only if it is the expected one
-# (with its tail facts), then inserts the events only if it moved.
+# An append that holds a turn boundary or a revival moves the session's tail
+# facts and inserts its events in one statement; the events' primary key
+# refuses a seq already taken, and the whole statement with it. The sessions
+# row's `next_seq` and `last_ts` are as of the last boundary: the events are
+# the truth for the next seq.
 _MOVE: Final = """
 WITH moved AS (
     UPDATE turnlog_sessions
@@ -102,7 +105,7 @@ WITH moved AS (
         open_turn_seq = CASE WHEN %s THEN %s ELSE open_turn_seq END,
         revivals = revivals + %s,
         last_ts = %s
-    WHERE tenant = current_user AND session_id = %s AND next_seq = %s
+    WHERE tenant = current_user AND session_id = %s
     RETURNING session_id
 )"""
 # A batch: its events as arrays; returns how many were inserted.
@@ -116,13 +119,10 @@ _APPEND: Final = (
 )
 SELECT count(*) FROM added"""
 )
-# One event, which most appends are: without arrays and a count the server
-# runs it in about two thirds of the time (the row count says if it moved).
-_APPEND_ONE: Final = (
-    _MOVE
-    + """
-INSERT INTO turnlog_events (session_id, seq, line, record)
-SELECT moved.session_id, %s, %s, %s::jsonb FROM moved"""
+# One event that moves no tail fact, which most appends are: one INSERT,
+# the statement a bare insert runs.
+_INSERT_ONE: Final = (
+    "INSERT INTO turnlog_events (session_id, seq, line, record) VALUES (%s, %s, %s, %s::jsonb)"
 )
 
 
@@ -167,6 +167,8 @@ class _PostgresWriter(StoreWriter):
                     f"events must be contiguous: got seq {event.seq}, "
                     f"expected {expected_seq + offset}"
                 )
+        if expected_seq != self._next_seq:
+            raise self._conflict(expected_seq, self._next_seq)
         seqs, lines, records = [], [], []
         for event in events:
             line = encode_line(event).decode()
@@ -177,47 +179,46 @@ class _PostgresWriter(StoreWriter):
         # (the stored one stays), else (the new start seq or NULL,).
         turn_change, revivals = tail_facts(events)
         mode = "on" if sync else "off"
+        psycopg = _driver()
         try:
             if mode != self._synchronous_commit:
                 # Off: kept by the server across a client crash, made durable
                 # by the next synchronous commit.
                 connection.execute(f"SET synchronous_commit = {mode}")
                 self._synchronous_commit = mode
-            # One statement, so one round trip and one implicit transaction:
-            # the seq check, the tail facts and the events move together.
-            moved = (
-                expected_seq + len(events),
-                turn_change is not None,
-                turn_change[0] if turn_change is not None else None,
-                revivals,
-                events[-1].ts if events else None,
-                self._session_id,
-                expected_seq,
-            )
-            if len(events) == 1:
-                cursor = connection.execute(_APPEND_ONE, (*moved, seqs[0], lines[0], records[0]))
-                inserted = cursor.rowcount
+            if len(events) == 1 and turn_change is None and not revivals:
+                connection.execute(_INSERT_ONE, (self._session_id, seqs[0], lines[0], records[0]))
             else:
+                # One statement, so one round trip and one implicit
+                # transaction: the tail facts and the events move together.
+                moved = (
+                    expected_seq + len(events),
+                    turn_change is not None,
+                    turn_change[0] if turn_change is not None else None,
+                    revivals,
+                    events[-1].ts if events else None,
+                    self._session_id,
+                )
                 row = connection.execute(_APPEND, (*moved, seqs, lines, records)).fetchone()
-                inserted = int(row[0]) if row is not None else 0
-            if inserted != len(events):
-                rows = self._store._query(
-                    "SELECT next_seq FROM turnlog_sessions "
-                    "WHERE tenant = current_user AND session_id = %s",
-                    (self._session_id,),
-                )
-                actual = int(rows[0][0]) if rows else 0
-                raise SeqConflictError(
-                    f"session {self._session_id!r}: expected next seq {expected_seq}, "
-                    f"the store's next seq is {actual}",
-                    expected=expected_seq,
-                    actual=actual,
-                )
+                if row is None or int(row[0]) != len(events):
+                    raise self._conflict(expected_seq, self._store._next_seq(self._session_id))
         except TurnlogError:
             raise
-        except _driver().Error as exc:
+        except psycopg.errors.UniqueViolation:
+            # The seq is taken: another writer (one forced past the lock)
+            # appended meanwhile. The statement changed nothing.
+            raise self._conflict(expected_seq, self._store._next_seq(self._session_id)) from None
+        except psycopg.Error as exc:
             raise _translate(exc, "append to", self._store.url) from exc
         self._next_seq = expected_seq + len(events)
+
+    def _conflict(self, expected: int, actual: int) -> SeqConflictError:
+        return SeqConflictError(
+            f"session {self._session_id!r}: expected next seq {expected}, "
+            f"the store's next seq is {actual}",
+            expected=expected,
+            actual=actual,
+        )
 
     def sync(self) -> None:
         if self._connection is None:
@@ -408,16 +409,20 @@ class PostgresStore(SQLStore):
                 self.read(session_id)
             else:
                 writer._tail = self.read_tail(session_id)
-            rows = self._query(
-                "SELECT next_seq FROM turnlog_sessions "
-                "WHERE tenant = current_user AND session_id = %s",
-                (session_id,),
-            )
-            writer._next_seq = int(rows[0][0])
+            writer._next_seq = self._next_seq(session_id)
         except BaseException:
             writer.close()
             raise
         return writer
+
+    def _next_seq(self, session_id: str) -> int:
+        """The seq the next append takes: the events are the truth (the
+        sessions row is brought up to date at turn boundaries only)."""
+        rows = self._query(
+            "SELECT MAX(seq) FROM turnlog_events WHERE tenant = current_user AND session_id = %s",
+            (session_id,),
+        )
+        return int(rows[0][0]) + 1 if rows and rows[0][0] is not None else 0
 
     # -- reading -------------------------------------------------------------------
 
