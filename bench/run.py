@@ -222,6 +222,31 @@ def _mix_turn(log: Any, turn: int, turnlog: Any) -> None:
             log.assistant("All tests pass.")
 
 
+def _mix_payloads(turn: int, ev: Any) -> list[Any]:
+    """The payloads `_mix_turn` appends, built the same way, for the floor."""
+    calls = [
+        ev.ToolCall(id=f"call_{turn}_a", name="read_file", arguments={"path": f"{turn}.py"}),
+        ev.ToolCall(id=f"call_{turn}_b", name="run_tests", arguments={"k": "fast"}),
+    ]
+    step = [
+        ev.StepStart(turn=turn, step=1),
+        ev.AssistantMessage(content="Looking.", tool_calls=calls),
+    ]
+    for call in calls:
+        step.append(ev.ToolDispatch(call_id=call.id, name=call.name, idempotency="read_only"))
+        step.append(ev.ToolResult(call_id=call.id, name=call.name, content="x" * 200))
+    return [
+        ev.UserMessage(content=f"Request {turn}: please look into this."),
+        ev.TurnStart(turn=turn, revivals=0),
+        *step,
+        ev.StepEnd(turn=turn, step=1, outcome="ok"),
+        ev.StepStart(turn=turn, step=2),
+        ev.AssistantMessage(content="All tests pass."),
+        ev.StepEnd(turn=turn, step=2, outcome="ok"),
+        ev.TurnEnd(reason="complete", turn=turn, steps=2),
+    ]
+
+
 def child_main(task: str, args: list[str]) -> None:
     warnings.simplefilter("ignore")
     # Every import a subject needs happens here, before any clock starts.
@@ -238,6 +263,8 @@ def child_main(task: str, args: list[str]) -> None:
         from langchain_community.chat_message_histories import FileChatMessageHistory
     if task == "load-orjson":
         import orjson
+    from turnlog.log import utc_now
+    from turnlog.stores.jsonl_record import decode_sound_line, encode_line_into
 
     io_before = proc_io()
     extra: dict[str, Any] = {}
@@ -270,6 +297,29 @@ def child_main(task: str, args: list[str]) -> None:
             appended = log.next_seq - first
             assert log.state.next_seq == log.next_seq  # the fold is current
         extra = {"events_per_s": appended / elapsed, "events": appended}
+    elif task == "append-floor":
+        # The least a Python writer of the same lines does per event: build
+        # the payload, stamp it, encode it with its checksum, write it. No
+        # fold, no checks, no lock, no context managers.
+        count, path = int(args[0]), args[1]
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        buffer = bytearray()
+        seq = 0
+        for turn in range(1, MIX_TURNS_WARMUP + 1):
+            for data in _mix_payloads(turn, ev):
+                encode_line_into(ev.Event(seq=seq, data=data, ts=utc_now()), buffer)
+                os.write(fd, buffer)
+                seq += 1
+        first = seq
+        start = time.perf_counter()
+        for turn in range(1, count // 13 + 1):
+            for data in _mix_payloads(turn, ev):
+                encode_line_into(ev.Event(seq=seq, data=data, ts=utc_now()), buffer)
+                os.write(fd, buffer)
+                seq += 1
+        elapsed = time.perf_counter() - start
+        os.close(fd)
+        extra = {"events_per_s": (seq - first) / elapsed, "events": seq - first}
     elif task == "durable":
         extra = durable_pairs(Path(args[0]), int(args[1]), int(args[2]))
     elif task == "durable-sqlite":
@@ -298,6 +348,13 @@ def child_main(task: str, args: list[str]) -> None:
         elif task == "load-orjson":
             with open(args[0], "rb") as f:
                 count = len([orjson.loads(line) for line in f])
+        elif task == "load-floor":
+            # What every checked read must do per line: verify the checksum
+            # and decode the record. No fold, no seq or damage bookkeeping.
+            with open(args[0], "rb") as f:
+                decoded = [decode_sound_line(line[:-1]) for line in f]
+            assert None not in decoded
+            count = len(decoded)
         elif peer == "sqlite":
             items = asyncio.run(SQLiteSession("bench", args[0]).get_items())
             count = len(items)
@@ -357,6 +414,8 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
     figure is each block's per-op time over raw's in the same block."""
     import turnlog
     from turnlog import events as ev
+    from turnlog.log import utc_now
+    from turnlog.stores import JSONLStore
     from turnlog.stores.jsonl_record import encode_line
 
     dispatch = ev.ToolDispatch(call_id="call_0123456789abcdef", name="write_file")
@@ -371,14 +430,24 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
     for log in logs.values():
         log.append(ev.TurnStart(turn=1, revivals=0))
 
+    # The store's writer alone, without the Log above it (no lock, checks or
+    # fold): what the durable append costs below the API, for the notes.
+    writer = JSONLStore(directory).create(
+        ev.Event(seq=0, data=ev.Session(session_id="writer"), ts=utc_now())
+    )
+
     def raw() -> None:
         os.write(fd, line)
         os.fdatasync(fd)
+
+    def writer_alone() -> None:
+        writer.append_one(ev.Event(seq=writer.next_seq, data=dispatch, ts=utc_now()), True)
 
     subjects: dict[str, Callable[[], Any]] = {
         "raw": raw,
         "always": lambda: logs["always"].append(dispatch),
         "barrier": lambda: logs["barrier"].append(dispatch),
+        "writer": writer_alone,
     }
     for run in subjects.values():  # warm every subject the same
         for _ in range(per_block):
@@ -386,7 +455,8 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
     per_op: dict[str, list[float]] = {name: [] for name in subjects}
     names = list(subjects)
     for block in range(blocks):
-        order = names[block % 3 :] + names[: block % 3]
+        shift = block % len(names)
+        order = names[shift:] + names[:shift]
         for name in order:
             run = subjects[name]
             start = time.perf_counter()
@@ -395,10 +465,11 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
             per_op[name].append((time.perf_counter() - start) / per_block)
     for log in logs.values():
         log.close()
+    writer.close()
     os.close(fd)
     ratios = {
         name: [s / r for s, r in zip(per_op[name], per_op["raw"], strict=True)]
-        for name in ("always", "barrier")
+        for name in ("always", "barrier", "writer")
     }
     ratios["barrier/always"] = [
         b / a for b, a in zip(per_op["barrier"], per_op["always"], strict=True)
@@ -481,6 +552,7 @@ def bench_durable(blocks: int, per_block: int) -> list[dict[str, Any]]:
         ("always", "turnlog always"),
         ("barrier", "turnlog barrier (dispatch)"),
         ("barrier/always", "barrier over always (same work)"),
+        ("writer", "floor: the store's writer alone, no Log layer"),
     ):
         ratios = result["ratios"][name]
         low, high = spread(ratios)
@@ -531,12 +603,19 @@ def bench_nondurable(rounds: int, count: int) -> list[dict[str, Any]]:
             rates["turnlog"].append(
                 child("append-turnlog", kind, str(count), str(run_dir))["events_per_s"]
             )
+            if kind == "mix":
+                rates.setdefault("floor", []).append(
+                    child("append-floor", str(count), str(run_dir / "floor"))["events_per_s"]
+                )
             shutil.rmtree(run_dir)
         raw = statistics.median(rates["raw"])
         for name, subject in (
             ("raw", "os.write of the same lines"),
             ("turnlog", "turnlog none, fold current"),
+            ("floor", "floor: build, stamp, encode, write; no fold, no checks"),
         ):
+            if name not in rates:
+                continue
             rows.append(
                 {
                     "workload": f"non-durable append, {label}",
@@ -643,6 +722,7 @@ def bench_load(events: int, rounds: int) -> list[dict[str, Any]]:
     subjects = {
         "bare orjson line loop": ("load-orjson", str(path)),
         "turnlog read + fold": ("load-turnlog", str(path)),
+        "floor: checksum + decode each line, no fold": ("load-floor", str(path)),
     }
     # The peers hold the same records: turnlog's own events, as items (the
     # event's JSON object) or as message texts (its line).
