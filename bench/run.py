@@ -479,18 +479,22 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
 
 def marginal_child(task: str, args: list[str]) -> dict[str, Any]:
     """Time `count` appends to a session that already holds its length, after
-    one warm-up append to a scratch session of the same kind."""
+    one warm-up append to a scratch session of the same kind; the figure is
+    the median append, so one stall of the disk does not stand for the round."""
     target, scratch, count, budget_s = args[0], args[1], int(args[2]), float(args[3])
     text = "Please summarise the attached report and list three follow-ups. " * 2
 
     def timed(append: Callable[[int], None]) -> float:
-        done, start = 0, time.perf_counter()
-        while done < count:
-            append(done)
-            done += 1
-            if done >= 2 and time.perf_counter() - start > budget_s:
+        clock = time.perf_counter
+        each: list[float] = []
+        start = clock()
+        while len(each) < count:
+            before = clock()
+            append(len(each))
+            each.append(clock() - before)
+            if len(each) >= 2 and clock() - start > budget_s:
                 break
-        return (time.perf_counter() - start) / done
+        return statistics.median(each)
 
     if task == "marginal-turnlog":
         import turnlog
@@ -634,7 +638,7 @@ def bench_marginal(lengths: list[int], rounds: int) -> list[dict[str, Any]]:
     base.mkdir(parents=True)
     text = "Please summarise the attached report and list three follow-ups. " * 2
     subjects = {
-        "turnlog (barrier), reopened": ("marginal-turnlog", ".jsonl", 200, 5.0),
+        "turnlog (barrier), reopened": ("marginal-turnlog", ".jsonl", 2_000, 5.0),
         "openai-agents SQLiteSession.add_items": ("marginal-sqlite", ".db", 50, 5.0),
         "LangGraph SqliteSaver (checkpoint per message)": ("marginal-langgraph", ".db", 20, 6.0),
         "LangChain FileChatMessageHistory": ("marginal-langchain", ".json", 20, 6.0),
@@ -669,7 +673,7 @@ def bench_marginal(lengths: list[int], rounds: int) -> list[dict[str, Any]]:
             seconds = per[(subject, length)]
             rows.append(
                 {
-                    "workload": "marginal append vs session length",
+                    "workload": "marginal append vs session length (median append)",
                     "subject": f"{subject} @ {length:,}",
                     **summary([s * 1e6 for s in seconds]),
                     "unit": "µs/append",
@@ -1209,7 +1213,9 @@ interleaved in blocks with a rotating order and reported as the median
 paired ratio with its spread. Marginal appends were one sample after 5,000
 warm-up appends (its min-max was the median copied); now each length is
 several fresh rounds, each timed right after the session reached that
-length, every subject warmed by one append to a scratch session. The
+length, every subject warmed by one append to a scratch session, and a
+round's figure is its median append (2,000 for turnlog), so one stall of
+the disk does not stand for the round. The
 non-durable row adds the reference loop's real event mix, `inspect` is also
 timed as a whole process, and a 1 GB log without the revivals stamp has its
 own rows. A missed target now fails the run. Each section starts after
@@ -1244,7 +1250,8 @@ def main() -> None:
                 [100, 1_000] if quick else [100, 10_000, 100_000], 2 if quick else 5
             ),
         ),
-        ("Load + fold", lambda: bench_load(10_000 if quick else 100_000, rounds)),
+        # Loads are short and the machine's neighbours are not: more rounds.
+        ("Load + fold", lambda: bench_load(10_000 if quick else 100_000, rounds + 4)),
         ("Crash detection", lambda: bench_detection(sizes, 3)),
         (
             "Recover",
