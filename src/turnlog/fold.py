@@ -238,18 +238,7 @@ class Fold:
         self.extend(events)
 
     def apply(self, event: Event) -> None:
-        seq = event.seq
-        if seq != self._next_seq:
-            self._warnings.append(f"seq {seq} follows seq {self._next_seq - 1}")
-        self._next_seq = seq + 1
-        ts = event.ts
-        if ts is not None:
-            self._last_ts = ts
-        self._snapshot = None
-        data = event.data
-        handler = self._handlers.get(type(data))
-        if handler is not None:
-            handler(event, data)
+        self.extend((event,))
 
     def resume_at(self, next_seq: int, *, revivals: int = 0) -> None:
         """Continue from a later seq, for tail reads that skip the middle of a log.
@@ -262,8 +251,9 @@ class Fold:
         self._snapshot = None
 
     def extend(self, events: Iterable[Event]) -> None:
-        """`apply` each event in turn, inlined: a load runs this once per
-        event of the log, and a call per event was a sixth of the fold."""
+        """Fold each event in turn: the one home of the per-event steps
+        (`apply` is this for one event). A load runs the loop once per event
+        of the log, so it runs here, not through a call per event."""
         handlers = self._handlers
         self._snapshot = None
         for event in events:

@@ -12,7 +12,12 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog.damage import Problem, Scan, TornTail
-from turnlog.errors import CorruptLogError, InvalidSessionIdError, UnreadableRecordError
+from turnlog.errors import (
+    CorruptLogError,
+    InvalidSessionIdError,
+    SeqConflictError,
+    UnreadableRecordError,
+)
 from turnlog.events import Event
 from turnlog.tail import Tail, collect_tail
 
@@ -93,6 +98,15 @@ def parent_session_id(session_id: str) -> str | None:
     if not slash:
         return None
     return head[: -len(AGENTS_SUFFIX)]
+
+
+def seq_conflict(session_id: str, expected: int, actual: int) -> SeqConflictError:
+    """The refusal of an append whose first seq is not the session's next."""
+    return SeqConflictError(
+        f"session {session_id!r}: expected next seq {expected}, the store's next seq is {actual}",
+        expected=expected,
+        actual=actual,
+    )
 
 
 # The payloads that move a tail fact; every other event leaves them as they are.

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Final
 from turnlog import events as ev
 from turnlog.errors import (
     LogPoisonedError,
-    SeqConflictError,
     SessionExistsError,
     SessionLockedError,
     SessionNotFoundError,
@@ -19,7 +18,13 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Event
-from turnlog.stores.base import Holder, StoreWriter, tail_facts, validate_session_id
+from turnlog.stores.base import (
+    Holder,
+    StoreWriter,
+    seq_conflict,
+    tail_facts,
+    validate_session_id,
+)
 from turnlog.stores.jsonl import LOCK_RETRY_S
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.rows import decode_row, refuse_gap
@@ -168,7 +173,7 @@ class _PostgresWriter(StoreWriter):
                     f"expected {expected_seq + offset}"
                 )
         if expected_seq != self._next_seq:
-            raise self._conflict(expected_seq, self._next_seq)
+            raise seq_conflict(self._session_id, expected_seq, self._next_seq)
         seqs, lines, records = [], [], []
         for event in events:
             line = encode_line(event).decode()
@@ -201,24 +206,20 @@ class _PostgresWriter(StoreWriter):
                 )
                 row = connection.execute(_APPEND, (*moved, seqs, lines, records)).fetchone()
                 if row is None or int(row[0]) != len(events):
-                    raise self._conflict(expected_seq, self._store._next_seq(self._session_id))
+                    raise seq_conflict(
+                        self._session_id, expected_seq, self._store._next_seq(self._session_id)
+                    )
         except TurnlogError:
             raise
         except psycopg.errors.UniqueViolation:
             # The seq is taken: another writer (one forced past the lock)
             # appended meanwhile. The statement changed nothing.
-            raise self._conflict(expected_seq, self._store._next_seq(self._session_id)) from None
+            raise seq_conflict(
+                self._session_id, expected_seq, self._store._next_seq(self._session_id)
+            ) from None
         except psycopg.Error as exc:
             raise _translate(exc, "append to", self._store.url) from exc
         self._next_seq = expected_seq + len(events)
-
-    def _conflict(self, expected: int, actual: int) -> SeqConflictError:
-        return SeqConflictError(
-            f"session {self._session_id!r}: expected next seq {expected}, "
-            f"the store's next seq is {actual}",
-            expected=expected,
-            actual=actual,
-        )
 
     def sync(self) -> None:
         if self._connection is None:

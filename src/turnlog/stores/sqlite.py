@@ -12,7 +12,6 @@ from typing import Final
 from turnlog import events as ev
 from turnlog.errors import (
     LogPoisonedError,
-    SeqConflictError,
     SessionExistsError,
     SessionLockedError,
     SessionNotFoundError,
@@ -25,6 +24,7 @@ from turnlog.stores.base import (
     TAIL_FACT_TYPES,
     Holder,
     StoreWriter,
+    seq_conflict,
     tail_facts,
     validate_session_id,
 )
@@ -114,7 +114,7 @@ class _SQLiteWriter(StoreWriter):
             self._connection.execute(_INSERT, (self._session_id, event.seq, encode_line(event)))
         except sqlite3.IntegrityError:
             actual = self._store._next_seq(self._session_id)
-            raise self._conflict(event.seq, actual) from None
+            raise seq_conflict(self._session_id, event.seq, actual) from None
         except sqlite3.Error as exc:
             raise _translate(exc, "append to", self._store.url) from exc
         self._next_seq = event.seq + 1
@@ -138,7 +138,7 @@ class _SQLiteWriter(StoreWriter):
                 connection.execute(f"PRAGMA synchronous={mode}")
                 self._synchronous = mode
             if expected_seq != self._next_seq:
-                raise self._conflict(expected_seq, self._next_seq)
+                raise seq_conflict(self._session_id, expected_seq, self._next_seq)
             change, revivals = tail_facts(events)
             if len(rows) == 1 and change is None and not revivals:
                 # One event that moves no tail fact: one INSERT, atomic on its
@@ -147,7 +147,7 @@ class _SQLiteWriter(StoreWriter):
                     connection.execute(_INSERT, rows[0])
                 except sqlite3.IntegrityError:
                     actual = self._store._next_seq(self._session_id)
-                    raise self._conflict(expected_seq, actual) from None
+                    raise seq_conflict(self._session_id, expected_seq, actual) from None
                 self._next_seq = expected_seq + 1
                 return
             connection.execute("BEGIN IMMEDIATE")
@@ -176,8 +176,8 @@ class _SQLiteWriter(StoreWriter):
                 # The seq is taken: another writer (one forced past the lock)
                 # appended meanwhile.
                 connection.rollback()
-                raise self._conflict(
-                    expected_seq, self._store._next_seq(self._session_id)
+                raise seq_conflict(
+                    self._session_id, expected_seq, self._store._next_seq(self._session_id)
                 ) from None
             except BaseException:
                 connection.rollback()
@@ -186,14 +186,6 @@ class _SQLiteWriter(StoreWriter):
         except sqlite3.Error as exc:
             raise _translate(exc, "append to", self._store.url) from exc
         self._next_seq = expected_seq + len(events)
-
-    def _conflict(self, expected: int, actual: int) -> SeqConflictError:
-        return SeqConflictError(
-            f"session {self._session_id!r}: expected next seq {expected}, "
-            f"the store's next seq is {actual}",
-            expected=expected,
-            actual=actual,
-        )
 
     def sync(self) -> None:
         # Commits with synchronous=FULL are durable when they return; one made
