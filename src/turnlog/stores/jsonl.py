@@ -853,7 +853,8 @@ class JSONLStore(Store):
         """Read and classify the whole file, never modifying it.
 
         With `on_event`, each valid event is handed to it and not kept, so a
-        log of any length is checked in memory bounded by one record. The last
+        log of any length is checked in memory bounded by one read block of
+        records (`READ_BLOCK_BYTES`), or one record if it is longer. The last
         record of a session a live writer holds may still be arriving: an
         unterminated last line is then in flight, not torn.
         """
@@ -897,8 +898,9 @@ class JSONLStore(Store):
 
     def iter_events(self, session_id: str) -> Iterator[Event]:
         """Every valid event, oldest first, one at a time: memory bounded by
-        one record. Raises the store's refusal, located, if the file is
-        damaged; the events before the damage have been yielded by then."""
+        one read block of records, or one record if it is longer. Raises the
+        store's refusal, located, if the file is damaged; the events before
+        the damage have been yielded by then."""
         fd = self._open_file(session_id, os.O_RDONLY)
         try:
             head, end = self._head(fd, session_id)
