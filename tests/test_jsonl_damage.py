@@ -273,14 +273,16 @@ def test_a_revival_mark_across_a_search_block_boundary_is_found(tmp_path: Path) 
 BLOCK_SIZES = (1, 7, 64, 151, 4096)
 
 
-def line_by_line(data: bytes) -> turnlog.stores.jsonl.Scan:
+def line_by_line(data: bytes, *, checksummed: bool = True) -> turnlog.stores.jsonl.Scan:
     # Lines as the line reader takes them from a file: split on newline
     # bytes only, none longer than the line limit.
-    return scan_lines(_lines_forward(io.BytesIO(data), len(data)), checksummed=True)
+    return scan_lines(_lines_forward(io.BytesIO(data), len(data)), checksummed=checksummed)
 
 
-def in_blocks(data: bytes, block_bytes: int) -> turnlog.stores.jsonl.Scan:
-    return scan_file(io.BytesIO(data), len(data), checksummed=True, block_bytes=block_bytes)
+def in_blocks(
+    data: bytes, block_bytes: int, *, checksummed: bool = True
+) -> turnlog.stores.jsonl.Scan:
+    return scan_file(io.BytesIO(data), len(data), checksummed=checksummed, block_bytes=block_bytes)
 
 
 def damaged_images() -> list[bytes]:
@@ -294,6 +296,12 @@ def damaged_images() -> list[bytes]:
     lines = DATA.splitlines(keepends=True)
     images.append(b"".join([lines[0], lines[2], lines[1], *lines[3:]]))
     images.append(b"".join([*lines[:2], b"junk\n", *lines[2:]]))
+    # Lines the tight loop cannot take but no damage either: a custom event
+    # (then more sound lines after it) and blank lines.
+    custom = encode_line(Event(seq=2, data=ev.Custom(type="x_note", fields={"n": 1})))
+    renumbered = [encode_line(Event(seq=e.seq + 1, data=e.data, ts=e.ts)) for e in EVENTS[2:]]
+    with_custom = b"".join([*lines[:2], custom, *renumbered])
+    images += [with_custom, with_custom[:-7], b"".join([*lines[:3], b"\n \n", *lines[3:]])]
     return images
 
 
@@ -305,6 +313,40 @@ def test_block_reader_classifies_exactly_like_the_line_reader() -> None:
         expected = line_by_line(image)
         for block_bytes in BLOCK_SIZES:
             assert in_blocks(image, block_bytes) == expected, (image, block_bytes)
+
+
+def test_block_reader_classifies_hand_made_lines_like_the_line_reader() -> None:
+    # A session written by hand: no checksums, no timestamps.
+    plain = b"".join(msgspec_json_line(e) for e in EVENTS)
+    for image in (plain, plain[:-3], plain + b"{}\n"):
+        expected = line_by_line(image, checksummed=False)
+        assert expected.events or not image
+        for block_bytes in BLOCK_SIZES:
+            assert in_blocks(image, block_bytes, checksummed=False) == expected
+
+
+def msgspec_json_line(event: Event) -> bytes:
+    return ev.encode_event(event) + b"\n"
+
+
+def test_block_reader_keeps_at_most_a_block_of_records_after_a_custom_event() -> None:
+    # Events the tight loop cannot take are classified one by one and the
+    # loop resumes, so a log with custom events is still read a block at a
+    # time: each list holds at most the records one block can hold.
+    items: list[ev.EventData] = [ev.Session(session_id="c")]
+    for n in range(200):
+        items.append(
+            ev.Custom(type="x_note", fields={"n": n})
+            if n % 7 == 0
+            else ev.UserMessage(content="y" * 300)
+        )
+    data = b"".join(encode_line(Event(seq=i, data=d)) for i, d in enumerate(items))
+    scanner = turnlog.stores.jsonl._Scanner(checksummed=True)
+    lists = list(scanner.batches(io.BytesIO(data), len(data), block_bytes=4096))
+    assert [e.data for batch in lists for e in batch] == items
+    shortest = min(len(line) for line in data.splitlines(keepends=True))
+    assert max(len(batch) for batch in lists) <= 4096 // shortest + 1
+    assert len(lists) >= len(data) // 4096
 
 
 def test_block_reader_hands_an_oversized_line_to_the_line_reader() -> None:

@@ -10,7 +10,7 @@ import itertools
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO, Final, NoReturn
 
 import msgspec
@@ -61,11 +61,9 @@ TAIL_BLOCK_BYTES: Final = 64 * 1024
 # work vanishes beside the records', small enough that a load holds little
 # more than one block of records at once (the memory tests' bound).
 READ_BLOCK_BYTES: Final = 256 * 1024
-# The buffer behind the line-by-line reads that follow damage (a block read
-# bypasses it).
+# The buffer behind the line-by-line reads of over-long lines and an
+# unterminated end (a block read bypasses it).
 _LINE_BUFFER_BYTES: Final = 64 * 1024
-# After damage, a forward read hands its records on in lists this long.
-_HANDOVER_BATCH: Final = 1024
 # A reader's inspection briefly takes a shared lock; a writer opening at that
 # instant retries this long before it reports the session as locked.
 LOCK_RETRY_S: Final = 0.2
@@ -322,10 +320,12 @@ class _Scanner:
 
         Loading is the one read that touches every record, so its common case
         runs in one tight loop per block: a sound line (`decode_sound_line`)
-        holding the next seq is taken as is. At the
-        first line that loop cannot take (damage, a line longer than the
-        limit, an unterminated end), the rest of the file goes line by line
-        through `events`, which words every problem.
+        holding the next seq is taken as is. A line that loop cannot take (a
+        custom event, a line without a checksum, damage) is classified alone
+        by `events`, which words every problem; after damage every line goes
+        through it. A line longer than the limit, or an unterminated end,
+        hands the rest of the file to the line reader, which reads such lines
+        in bounded pieces.
         """
         decode_sound = decode_sound_line
         session_type = ev.Session
@@ -344,36 +344,65 @@ class _Scanner:
                 lines = (carry + block if carry else block).split(b"\n")
                 # The last piece has no newline yet: the start of the next block's first line.
                 carry = lines.pop()
+                # Only a first line can hold bytes of earlier blocks, so only
+                # it can be over the limit.
+                if lines and len(lines[0]) >= MAX_LINE_BYTES:
+                    break
                 taken: list[Event] = []
                 keep = taken.append
-                for line in lines:
-                    event = decode_sound(line)
-                    if (
-                        event is None
-                        or event.seq != expected_seq
-                        or (not expected_seq and type(event.data) is not session_type)
-                    ):
-                        break
-                    keep(event)
-                    expected_seq += 1
-                count = len(taken)
-                offset += sum(map(len, lines[:count])) + count
-                line_number += count
+                pending = iter(lines)
+                done = 0  # lines of this block classified
+                while done < len(lines):
+                    rest: Iterable[bytes] = pending
+                    if self.first_bad_offset is None and self.refusal is None:
+                        before = len(taken)
+                        odd = None
+                        for line in pending:
+                            event = decode_sound(line)
+                            if (
+                                event is None
+                                or event.seq != expected_seq
+                                or (not expected_seq and type(event.data) is not session_type)
+                            ):
+                                odd = line
+                                break
+                            keep(event)
+                            expected_seq += 1
+                        sound = len(taken) - before
+                        offset += sum(map(len, lines[done : done + sound])) + sound
+                        line_number += sound
+                        done += sound
+                        if odd is None:
+                            break
+                        rest = (odd,)
+                    count = 1 if isinstance(rest, tuple) else len(lines) - done
+                    taken.extend(
+                        self.events(
+                            (line + b"\n" for line in rest),
+                            expected_seq=expected_seq,
+                            offset=offset,
+                            first_line=line_number,
+                        )
+                    )
+                    expected_seq, offset = self.count, self.offset
+                    line_number += count
+                    done += count
                 if taken:
                     yield taken
-                if count < len(lines) or len(carry) >= MAX_LINE_BYTES:
+                if len(carry) >= MAX_LINE_BYTES:
                     break
             if offset < end:
                 handed_over = True
                 f.seek(offset)
-                rest = self.events(
+                rest_of_file = self.events(
                     _lines_forward(f, end - offset),
                     expected_seq=expected_seq,
                     offset=offset,
                     first_line=line_number,
                 )
-                while chunk := list(itertools.islice(rest, _HANDOVER_BATCH)):
-                    yield chunk
+                # One record at a time: the lines past here may be long.
+                for event in rest_of_file:
+                    yield [event]
         finally:
             if not handed_over:
                 self.offset = offset
