@@ -327,6 +327,9 @@ class _Scanner:
         hands the rest of the file to the line reader, which reads such lines
         in bounded pieces.
         """
+        # A block shorter than the line limit is what lets only a block's
+        # first line (which may hold earlier blocks' bytes) run over it.
+        assert 0 < block_bytes < MAX_LINE_BYTES, block_bytes
         decode_sound = decode_sound_line
         session_type = ev.Session
         expected_seq = 0
@@ -344,8 +347,6 @@ class _Scanner:
                 lines = (carry + block if carry else block).split(b"\n")
                 # The last piece has no newline yet: the start of the next block's first line.
                 carry = lines.pop()
-                # Only a first line can hold bytes of earlier blocks, so only
-                # it can be over the limit.
                 if lines and len(lines[0]) >= MAX_LINE_BYTES:
                     break
                 taken: list[Event] = []
