@@ -354,7 +354,7 @@ class _Scanner:
                 pending = iter(lines)
                 done = 0  # lines of this block classified
                 while done < len(lines):
-                    rest: Iterable[bytes] = pending
+                    rest: Iterable[bytes]
                     if self.first_bad_offset is None and self.refusal is None:
                         before = len(taken)
                         odd = None
@@ -375,8 +375,11 @@ class _Scanner:
                         done += sound
                         if odd is None:
                             break
-                        rest = (odd,)
-                    count = 1 if isinstance(rest, tuple) else len(lines) - done
+                        # The one line the loop could not take, classified alone.
+                        rest, count = (odd,), 1
+                    else:
+                        # After damage, every line is classified one by one.
+                        rest, count = pending, len(lines) - done
                     taken.extend(
                         self.events(
                             (line + b"\n" for line in rest),

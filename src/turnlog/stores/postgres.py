@@ -184,7 +184,6 @@ class _PostgresWriter(StoreWriter):
         # (the stored one stays), else (the new start seq or NULL,).
         turn_change, revivals = tail_facts(events)
         mode = "on" if sync else "off"
-        psycopg = _driver()
         try:
             if mode != self._synchronous_commit:
                 # Off: kept by the server across a client crash, made durable
@@ -211,13 +210,14 @@ class _PostgresWriter(StoreWriter):
                     )
         except TurnlogError:
             raise
-        except psycopg.errors.UniqueViolation:
+        # The driver's classes are looked up only when a statement failed.
+        except _driver().errors.UniqueViolation:
             # The seq is taken: another writer (one forced past the lock)
             # appended meanwhile. The statement changed nothing.
             raise seq_conflict(
                 self._session_id, expected_seq, self._store._next_seq(self._session_id)
             ) from None
-        except psycopg.Error as exc:
+        except _driver().Error as exc:
             raise _translate(exc, "append to", self._store.url) from exc
         self._next_seq = expected_seq + len(events)
 

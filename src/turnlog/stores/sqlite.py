@@ -111,13 +111,20 @@ class _SQLiteWriter(StoreWriter):
             self.append((event,), expected_seq=event.seq, sync=sync)
             return
         try:
-            self._connection.execute(_INSERT, (self._session_id, event.seq, encode_line(event)))
-        except sqlite3.IntegrityError:
-            actual = self._store._next_seq(self._session_id)
-            raise seq_conflict(self._session_id, event.seq, actual) from None
+            self._insert_alone((self._session_id, event.seq, encode_line(event)))
         except sqlite3.Error as exc:
             raise _translate(exc, "append to", self._store.url) from exc
-        self._next_seq = event.seq + 1
+
+    def _insert_alone(self, row: tuple[str, int, bytes]) -> None:
+        """One event that moves no tail fact: one INSERT, atomic on its own
+        (autocommit), exactly what a bare insert costs. A taken seq (another
+        writer forced past the lock appended meanwhile) changes nothing."""
+        try:
+            self._connection.execute(_INSERT, row)
+        except sqlite3.IntegrityError:
+            actual = self._store._next_seq(self._session_id)
+            raise seq_conflict(self._session_id, row[1], actual) from None
+        self._next_seq = row[1] + 1
 
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
         if self._lock_fd is None:
@@ -141,14 +148,7 @@ class _SQLiteWriter(StoreWriter):
                 raise seq_conflict(self._session_id, expected_seq, self._next_seq)
             change, revivals = tail_facts(events)
             if len(rows) == 1 and change is None and not revivals:
-                # One event that moves no tail fact: one INSERT, atomic on its
-                # own (autocommit), exactly what a bare insert costs.
-                try:
-                    connection.execute(_INSERT, rows[0])
-                except sqlite3.IntegrityError:
-                    actual = self._store._next_seq(self._session_id)
-                    raise seq_conflict(self._session_id, expected_seq, actual) from None
-                self._next_seq = expected_seq + 1
+                self._insert_alone(rows[0])
                 return
             connection.execute("BEGIN IMMEDIATE")
             try:
