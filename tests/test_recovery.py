@@ -7,6 +7,7 @@ import pytest
 
 import turnlog
 from builders import (
+    assert_exports_valid,
     assistant,
     call,
     dispatch,
@@ -243,19 +244,103 @@ def test_recover_through_a_store() -> None:
     assert store.read("s1")[: len(log)] == log
 
 
-def test_a_turn_start_inside_an_open_turn_abandons_it() -> None:
-    # Turns never nest. A second turn_start ends the earlier turn's claim to
-    # be the open one (with a warning), so the tail, which stops at the last
-    # turn boundary, decides exactly as a full fold does; the abandoned turn
-    # is a closed turn owing a result, left to the in-memory patch.
-    log = number([turn_start(1), assistant(call("a")), turn_start(2), assistant(call("b"))])
+def test_a_turn_start_inside_an_open_turn_carries_its_owed_calls() -> None:
+    # Turns never nest, and the writer refuses a turn_start inside an open
+    # turn. A log that has one (hand-made, imported) crashed in the earlier
+    # turn: its owed calls carry into the new one, and recovery answers every
+    # owed call, oldest first. The earlier turn proves nothing about them
+    # (R4, never "not started"), and every provider accepts the result.
+    log = number(
+        [
+            ev.UserMessage(content="go"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("a")),
+            dispatch("a"),
+            step_end(1, 1),
+            turn_start(2),
+            assistant(call("b")),
+        ]
+    )
     repairs = plan(log)
     assert [(e.type, getattr(e.data, "call_id", None)) for e in repairs.events] == [
+        ("tool_result", "a"),
         ("tool_result", "b"),
         ("turn_end", None),
     ]
-    assert not interrupted(apply(log, repairs))
-    assert any("abandoned" in w for w in repairs.warnings)
+    a, b = results_of(repairs)
+    assert (a.risk, a.rule) == ("tool_outcome_unknown", "R1")
+    assert (b.risk, b.rule) == ("tool_outcome_unknown", "R4")
+    repaired = apply(log, repairs)
+    assert not interrupted(repaired)
+    assert plan(repaired).events == ()
+    assert any("carry into the new turn" in w for w in repairs.warnings)
+    assert_exports_valid(fold(repaired).messages)
+
+
+def test_an_undispatched_call_carried_from_a_left_open_turn_is_never_not_started() -> None:
+    # R2 would say "not started" of a call without a dispatch in a turn that
+    # dispatched others; a carried call's own turn proves nothing of the kind.
+    log = number(
+        [
+            ev.UserMessage(content="go"),
+            turn_start(1),
+            assistant(call("a"), call("b")),
+            dispatch("a"),
+            turn_start(2),
+            assistant(call("c")),
+            dispatch("c"),
+        ]
+    )
+    risks = {r.call_id: (r.risk, r.rule) for r in results_of(plan(log))}
+    assert risks == {
+        "a": ("tool_outcome_unknown", "R1"),
+        "b": ("tool_outcome_unknown", "R4"),
+        "c": ("tool_outcome_unknown", "R1"),
+    }
+
+
+def test_a_compaction_that_swallows_an_owed_call_is_settled_without_a_visible_result() -> None:
+    # A hand-made log (the writer refuses this order): the message that asked
+    # for `a` is inside the summary, so a provider would reject any result
+    # for it. Recovery settles it outcome unknown, marked orphaned, kept in
+    # the log and out of the transcript.
+    log = number(
+        [
+            ev.UserMessage(content="go"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("a", "pay")),
+            dispatch("a", "pay"),
+            ev.Compaction(through_seq=4, summary="paid, maybe"),
+        ]
+    )
+    repairs = plan(log)
+    (result,) = results_of(repairs)
+    assert result.orphaned and result.risk == "tool_outcome_unknown"
+    messages = fold(apply(log, repairs)).messages
+    assert all(m.call_id != "a" for m in messages)
+    assert_exports_valid(messages)
+    assert plan(apply(log, repairs)).events == ()
+
+
+def test_a_dispatch_no_message_asked_for_is_settled_without_a_visible_result() -> None:
+    log = number(
+        [
+            ev.UserMessage(content="go"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("a")),
+            dispatch("a"),
+            ev.ToolResult(call_id="a", content="ok"),
+            dispatch("ghost"),
+        ]
+    )
+    repairs = plan(log)
+    (result,) = results_of(repairs)
+    assert result.call_id == "ghost" and result.orphaned
+    assert result.risk == "tool_outcome_unknown"
+    assert_exports_valid(fold(apply(log, repairs)).messages)
 
 
 def test_recovery_then_patch_leaves_nothing_to_patch() -> None:

@@ -147,6 +147,10 @@ class ToolResult(_Data):
     is_error: bool = False
     risk: str | None = None
     rule: str | None = None
+    # Recovery's settlement of a call whose request is not in the live
+    # transcript (compacted away, or never asked for): kept for the record,
+    # never shown to a model, since a provider rejects a result for no call.
+    orphaned: bool = False
 
 
 class TurnStart(_Data):

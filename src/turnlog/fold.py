@@ -44,6 +44,19 @@ class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
     dispatch_seq: int | None
     # A result for this request came after it, in this turn.
     answered: bool = False
+    # An assistant message asked for the call (a dispatch alone does not).
+    requested: bool = True
+    # A compaction replaced the message that asked for it.
+    swallowed: bool = False
+    # Sighted in an earlier turn that a `turn_start` left open (a log no
+    # turnlog writer makes): that turn's facts do not prove the call's fate.
+    carried: bool = False
+
+    @property
+    def orphaned(self) -> bool:
+        """No message in the live transcript asks for this call, so a
+        provider would reject any result for it."""
+        return self.swallowed or not self.requested
 
 
 class OpenStep(msgspec.Struct, frozen=True, kw_only=True):
@@ -111,7 +124,17 @@ _SYNTHETIC_ORIGINS: Final = frozenset(
 
 
 class _Call:
-    __slots__ = ("answered", "dispatch", "dispatch_seq", "first_seq", "name", "step_seq")
+    __slots__ = (
+        "answered",
+        "carried",
+        "dispatch",
+        "dispatch_seq",
+        "first_seq",
+        "name",
+        "request_seq",
+        "step_seq",
+        "swallowed",
+    )
 
     def __init__(
         self,
@@ -127,6 +150,10 @@ class _Call:
         self.dispatch = dispatch
         self.dispatch_seq = dispatch_seq
         self.answered = False
+        # The seq of the assistant message that asked for the call, if any.
+        self.request_seq: int | None = None if dispatch is not None else first_seq
+        self.swallowed = False
+        self.carried = False
 
 
 class _MutableTurn:
@@ -134,6 +161,7 @@ class _MutableTurn:
         "calls",
         "closed_steps",
         "dispatched_any",
+        "floor",
         "open_step",
         "result_without_dispatch",
         "seq",
@@ -144,6 +172,9 @@ class _MutableTurn:
 
     def __init__(self, seq: int, turn: int | None) -> None:
         self.seq = seq
+        # The oldest seq this turn's calls were asked at: its own start, or
+        # that of an earlier turn left open whose calls it carries.
+        self.floor = seq
         self.turn = turn
         self.steps = 0
         self.open_step: OpenStep | None = None
@@ -177,6 +208,9 @@ class _MutableTurn:
                     dispatch=call.dispatch,
                     dispatch_seq=call.dispatch_seq,
                     answered=call.answered,
+                    requested=call.request_seq is not None,
+                    swallowed=call.swallowed,
+                    carried=call.carried,
                 )
                 for call_id, call in self.calls.items()
             ),
@@ -351,6 +385,28 @@ class Fold:
         call = self._turn.calls.get(call_id) if self._turn is not None else None
         return call is not None and call.dispatch is not None and not call.answered
 
+    def is_requested(self, call_id: str) -> bool:
+        """True when a message of the open turn asked for `call_id`, it is
+        still in the live transcript, and no result answered it yet."""
+        call = self._turn.calls.get(call_id) if self._turn is not None else None
+        return (
+            call is not None
+            and not call.answered
+            and call.request_seq is not None
+            and not call.swallowed
+        )
+
+    def owed_requested_through(self, seq: int) -> list[str]:
+        """Owed calls of the open turn asked for at or before `seq`: those a
+        compaction through `seq` would leave without their request."""
+        if self._turn is None:
+            return []
+        return [
+            call_id
+            for call_id, call in self._turn.calls.items()
+            if not call.answered and call.request_seq is not None and call.request_seq <= seq
+        ]
+
     def owed_in_open_turn(self) -> list[str]:
         """Unanswered calls of the open turn, without building a snapshot."""
         if self._turn is None:
@@ -416,18 +472,28 @@ class Fold:
                 known = turn.calls.get(call.id)
                 if known is None or known.answered:
                     turn.sight(call.id, _Call(call.name, event.seq, step_seq))
+                elif known.request_seq is None:
+                    # Dispatched before any message asked for it; asked now.
+                    known.request_seq = event.seq
 
     def _on_tool_result(self, event: Event, data: ev.ToolResult) -> None:
         call_id = data.call_id
         turn = self._turn
+        orphaned = data.orphaned
         if turn is not None:
             call = turn.calls.get(call_id)
             if call is not None and call.answered:
                 self._warnings.append(f"seq {event.seq}: second result for call {call_id!r}")
             elif call is not None:
                 call.answered = True
+                orphaned = orphaned or call.swallowed or call.request_seq is None
             if (call is None or call.dispatch is None) and event.origin not in _SYNTHETIC_ORIGINS:
                 turn.result_without_dispatch = True
+        if orphaned:
+            # Its call is not in the live transcript: a provider would reject
+            # the result, so it stays in the log only.
+            self._needs_response = True
+            return
         message = Message(
             role="tool",
             content=data.content,
@@ -449,7 +515,7 @@ class Fold:
         message that asked for its call (DESIGN §7), looking back no further
         than the open turn; a result no message in reach asked for goes last."""
         messages = self._messages
-        floor = self._turn.seq if self._turn is not None else None
+        floor = self._turn.floor if self._turn is not None else None
         index = len(messages) - 1
         while floor is not None and index >= 0 and messages[index].seq > floor:
             candidate = messages[index]
@@ -465,12 +531,25 @@ class Fold:
         messages.append(message)
 
     def _on_turn_start(self, event: Event, data: ev.TurnStart) -> None:
-        if self._turn is not None:
-            self._warnings.append(
-                f"seq {event.seq}: turn_start while the turn at seq {self._turn.seq} is "
-                "still open; that turn is abandoned"
-            )
+        earlier = self._turn
         self._turn = _MutableTurn(event.seq, data.turn)
+        if earlier is not None:
+            # No turnlog writer starts a turn inside another; a log that does
+            # (hand-made, imported) crashed in the earlier turn. Its owed calls
+            # stay owed, carried into this turn, so recovery answers them too.
+            carried = [(i, c) for i, c in earlier.calls.items() if not c.answered]
+            self._warnings.append(
+                f"seq {event.seq}: turn_start while the turn at seq {earlier.seq} is still "
+                f"open; its {len(carried)} unanswered call(s) carry into the new turn"
+            )
+            for call_id, call in carried:
+                call.carried = True
+                self._turn.calls[call_id] = call
+                spawn = earlier.spawns.get(call_id)
+                if spawn is not None:
+                    self._turn.spawns[call_id] = spawn
+            if carried:
+                self._turn.floor = earlier.floor
         self._turns += 1
         if data.turn is not None:
             self._last_turn = data.turn
@@ -518,8 +597,20 @@ class Fold:
             call.dispatch_seq = event.seq
 
     def _on_compaction(self, event: Event, data: ev.Compaction) -> None:
-        if self._turn is not None:
-            self._warnings.append(f"seq {event.seq}: compaction inside an open turn")
+        turn = self._turn
+        if turn is not None:
+            for call_id, call in turn.calls.items():
+                if (
+                    not call.answered
+                    and call.request_seq is not None
+                    and call.request_seq <= data.through_seq
+                ):
+                    # The message that asked for it is now in the summary: a
+                    # result can no longer be shown (the writer refuses this).
+                    call.swallowed = True
+                    self._warnings.append(
+                        f"seq {event.seq}: compaction swallows the request of owed call {call_id!r}"
+                    )
         if isinstance(self._messages, _NoTranscript):
             return
         kept = []

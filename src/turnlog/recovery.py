@@ -35,6 +35,12 @@ _UNKNOWN_TEXT: dict[str | None, str] = {
         "Verify whether it took effect before doing anything else; never retry it blindly."
     ),
 }
+_ORPHANED_TEXT = (
+    "[turnlog] The agent process ended while tool call {what} was owed, and the message "
+    "that asked for it is no longer in the transcript (compacted away, or never written). "
+    "Whether it ran is unknown. This result is kept in the log for the record and is "
+    "not shown to the model."
+)
 _NO_DISPATCH_LOG_TEXT = (
     "[turnlog] The agent process ended during the turn that requested tool call {what}. "
     "The log holds no dispatch record that could show whether the call started, so "
@@ -136,10 +142,13 @@ def _close_turn(
             data = ev.ToolResult(
                 call_id=call.call_id,
                 name=call.name,
-                content=result_text(call, risk, rule),
+                content=_ORPHANED_TEXT.format(what=_describe(call.call_id, call.name))
+                if call.orphaned
+                else result_text(call, risk, rule),
                 is_error=True,
                 risk=risk.value,
                 rule=rule,
+                orphaned=call.orphaned,
             )
         out.append(Event(seq=seq, data=data, ts=ts, origin=origin.value))
         seq += 1

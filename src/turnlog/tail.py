@@ -51,7 +51,8 @@ def collect_tail(
     """Walk events newest first and keep only those that decide the state.
 
     The tail must reach back to the last turn boundary (so an open turn is
-    seen whole) and to the last surface message other than a compaction
+    seen whole, with any turn left open before it: see `closes_earlier`) and
+    to the last surface message other than a compaction
     summary (finished or not, and what it asks of the model). The revival
     count needs an anchor: a `run_revived` (which carries its count) or a
     `turn_start` stamped with `revivals`. When none lies in the kept events,
@@ -68,7 +69,9 @@ def collect_tail(
     for event in events:
         collected.append(event)
         data = event.data
-        if isinstance(data, ev.TurnStart | ev.TurnEnd):
+        if isinstance(data, ev.TurnEnd) or (
+            isinstance(data, ev.TurnStart) and closes_earlier(data)
+        ):
             boundary = True
         if data.TYPE in ev.SURFACE_TYPES and not isinstance(data, ev.Compaction):
             surface = True
@@ -96,6 +99,17 @@ def collect_tail(
         1 for event in collected[: anchor_index + 1] if isinstance(event.data, ev.RunRevived)
     )
     return collected, max(anchor - recounted, 0)
+
+
+def closes_earlier(start: ev.TurnStart) -> bool:
+    """True when a `turn_start` proves the turn before it was closed.
+
+    A turn_start stamped with `revivals` comes from a turnlog writer, which
+    refuses to start a turn inside an open one. An unstamped one (hand-made,
+    imported) proves nothing: a turn it followed may still owe calls, which
+    the fold carries into it, so a tail reads on to the boundary before it.
+    """
+    return start.revivals is not None
 
 
 def _anchor(data: ev.EventData) -> int | None:

@@ -9,11 +9,12 @@ counted by the tail's revival anchor), which is what makes the two equal.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 import msgspec
 
 from turnlog import events as ev
-from turnlog.events import Event, Risk
+from turnlog.events import Content, Event, Risk
 from turnlog.fold import CallSighting, Fold, OpenTurn
 
 
@@ -68,7 +69,10 @@ def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
     """
     if call.dispatch is not None:
         return Risk.OUTCOME_UNKNOWN, "R1"
-    if not turn.result_without_dispatch:
+    # A call carried from a turn left open, or one no live message asks for,
+    # was written in an order no turnlog writer keeps: the turn's other facts
+    # prove nothing about it.
+    if not turn.result_without_dispatch and not call.carried and not call.orphaned:
         if turn.dispatched_any:
             # The harness writes dispatches ahead of running tools, and it
             # wrote some in this turn: a call without one never ran.
@@ -115,12 +119,30 @@ def waits_of(turn: OpenTurn | None) -> tuple[Wait, ...]:
     return tuple(out)
 
 
+# Content parts that are a model's reasoning, not something it said.
+REASONING_PARTS: Final = frozenset({"thinking", "redacted_thinking", "reasoning"})
+
+
+def only_reasoning(content: Content) -> bool:
+    """True for content made of reasoning parts alone: a response cut after
+    it thought and before it said or asked anything."""
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(part.get("type") in REASONING_PARTS for part in content)
+    )
+
+
 def decide(fold: Fold) -> Verdict:
     """The verdict of a fold, full or fed from a tail."""
     turn = fold.open_turn
     last = fold.last_message()
     finished = (
-        turn is None and last is not None and last.role == "assistant" and not last.tool_calls
+        turn is None
+        and last is not None
+        and last.role == "assistant"
+        and not last.tool_calls
+        and not only_reasoning(last.content)
     )
     return Verdict(
         session=fold.session,
