@@ -76,8 +76,9 @@ HOLDER = """
 import sys, turnlog
 from turnlog.stores import open_store
 store, _ = open_store(sys.argv[1])
+# Holding the writer is what makes the session live; a handle on a crashed
+# session writes nothing before it is recovered.
 with turnlog.open(store, sys.argv[2]) as log:
-    log.append(turnlog.TurnStart(turn=9, revivals=0))
     print("ready", flush=True)
     sys.stdin.readline()
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import os
 import sys
@@ -16,6 +17,7 @@ from typing import Any, Final, Literal
 from turnlog import events as ev
 from turnlog.damage import TornTail
 from turnlog.errors import (
+    SessionInterruptedError,
     SessionNotFoundError,
     TurnlogError,
     UnfinishedSessionError,
@@ -25,9 +27,11 @@ from turnlog.errors import (
 from turnlog.events import Content, Event, EventData, Origin, ToolCall, TurnEndReason
 from turnlog.fold import Fold, Message, SessionState
 from turnlog.recovery import Plan, plan_verdict, unwind_events, unwind_result
+from turnlog.selfcheck import recovery_exports
 from turnlog.stores import open_store
 from turnlog.stores.base import Store, StoreWriter
 from turnlog.verdict import Verdict, decide
+from turnlog.write_order import CHECKED_TYPES, order_error
 
 Durability = Literal["always", "barrier", "none"]
 DURABILITY_MODES: Final = ("always", "barrier", "none")
@@ -36,6 +40,14 @@ DURABILITY_MODES: Final = ("always", "barrier", "none")
 # (the session exists), a dispatch (write-ahead: the tool runs after it), and
 # a turn end (the answer the user saw is on disk).
 _BARRIER_TYPES: Final = (ev.Session, ev.ToolDispatch, ev.TurnEnd)
+# What a handle opened on a crashed session may write before it is recovered:
+# turnlog's own repairs (recovery, and the answers a tree revival gives waits).
+_REPAIR_ORIGINS: Final = frozenset({Origin.RECOVERY.value, Origin.REVIVAL.value})
+
+
+@contextmanager
+def _unchecked(store: Store, session_id: str) -> Iterator[None]:
+    yield
 
 
 def _is_cancellation(exc: BaseException) -> bool:
@@ -155,16 +167,31 @@ class Log:
         self._subscribers: list[Callable[[Sequence[Event], bool], None]] = []
         # Reentrant: a dispatch block appends while holding it.
         self._lock = threading.RLock()
+        # Opened with a turn open and no other writer: the process that wrote
+        # it died mid-turn. Until recovery closes that turn, anything else
+        # would land inside it (a user message between a call and its result).
+        self._crashed = fold.turn_open
 
     # -- reading ---------------------------------------------------------------
 
+    # Reads take the handle's lock: parallel tool calls append from other
+    # threads, and a snapshot must not see an event half applied.
+
     @property
     def state(self) -> SessionState:
-        return self._whole_fold().state
+        with self._lock:
+            return self._whole_fold().state
 
     @property
     def messages(self) -> tuple[Message, ...]:
-        return self._whole_fold().state.messages
+        with self._lock:
+            return self._whole_fold().state.messages
+
+    @property
+    def crashed(self) -> bool:
+        """True while the handle holds a turn a crashed process left open:
+        every write but recovery's is refused until `recover()` runs."""
+        return self._crashed
 
     def _whole_fold(self) -> Fold:
         """The fold of the whole log, read once on first need."""
@@ -233,22 +260,36 @@ class Log:
         mode = self._durability
         return any(_must_sync(mode, event.data) for event in batch)
 
-    def _check_results(self, items: Sequence[EventData]) -> None:
-        """Refuse a result for a call the open turn has not dispatched: the
-        decision table's "did not run" rests on write-ahead dispatch."""
-        dispatched: set[str] = set()
+    def _refuse_if_crashed(self, origin: str | None) -> None:
+        if self._crashed and origin not in _REPAIR_ORIGINS:
+            where = self.store.location(self.session_id) or self.session_id
+            raise SessionInterruptedError(
+                f"session {self.session_id!r} crashed mid-turn; nothing may be written into "
+                "that turn before it is recovered",
+                hint=f"call `log.recover()` (or `turnlog.revive(log)`), open it with "
+                f"`turnlog.open(..., recover=True)`, or run `turnlog recover {where}`",
+            )
+
+    def _check_order(
+        self, items: Sequence[EventData], origin: str | None, allow_undispatched: bool
+    ) -> None:
+        """Refuse a batch any item of which breaks the write order (see
+        `turnlog.write_order`), before anything is written. Later items are
+        checked against the state the earlier ones leave, on a scratch fold."""
+        checked = [data for data in items if type(data) in CHECKED_TYPES]
+        if not checked:
+            return
+        fold = self._fold
+        if len(items) > 1:
+            fold = copy.deepcopy(fold)
+        seq = fold.next_seq
         for data in items:
-            if type(data) is ev.ToolDispatch:
-                dispatched.add(data.call_id)
-            elif type(data) is ev.ToolResult and not (
-                data.call_id in dispatched or self._fold.is_dispatched(data.call_id)
-            ):
-                raise WriteOrderError(
-                    f"result for call {data.call_id!r}, which the open turn has not dispatched",
-                    hint="dispatch it with `log.dispatch(call)` before running the tool, or "
-                    "pass allow_undispatched=True for results whose dispatch is unknown "
-                    "(an import)",
-                )
+            error = order_error(fold, data, origin, allow_undispatched=allow_undispatched)
+            if error is not None:
+                raise error
+            if fold is not self._fold:
+                fold.apply(Event(seq=seq, data=data, origin=origin))
+                seq += 1
 
     def append_many(
         self,
@@ -261,8 +302,8 @@ class Log:
         """Append payloads as one batch (one write, at most one sync)."""
         with self._lock:
             writer = self._require_writer()
-            if not allow_undispatched:
-                self._check_results(items)
+            self._refuse_if_crashed(origin)
+            self._check_order(items, origin, allow_undispatched)
             ts = utc_now()
             first = self._fold.next_seq
             batch = [
@@ -282,21 +323,23 @@ class Log:
     ) -> Event:
         """Append one payload; returns the stored event. `sync` overrides the mode.
 
-        A `ToolResult` must answer a call the open turn dispatched, unless
-        `allow_undispatched` says its dispatch is unknown (an import).
+        An append that breaks the write order is refused with `WriteOrderError`
+        and writes nothing (see `turnlog.write_order`): a `ToolResult` must
+        answer a call the open turn dispatched, unless `allow_undispatched`
+        says its dispatch is unknown (an import).
         """
         # The hot path of every agent loop: `_write` inlined for one event.
         with self._lock:
             writer = self._writer
             if writer is None:
                 writer = self._require_writer()
+            if self._crashed:
+                self._refuse_if_crashed(origin)
             fold = self._fold
-            if (
-                type(data) is ev.ToolResult
-                and not allow_undispatched
-                and not fold.is_dispatched(data.call_id)
-            ):
-                self._check_results((data,))
+            if type(data) in CHECKED_TYPES:
+                error = order_error(fold, data, origin, allow_undispatched=allow_undispatched)
+                if error is not None:
+                    raise error
             event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
             if sync is None:
                 sync = _must_sync(self._durability, data)
@@ -554,11 +597,13 @@ class Log:
 
     def verdict(self) -> Verdict:
         """What recovery and revival see in the session now (`verdict.decide`)."""
-        return decide(self._fold)
+        with self._lock:
+            return decide(self._fold)
 
     def plan(self) -> Plan:
         """The repairs recovery would append now (see `turnlog.plan`)."""
-        return plan_verdict(decide(self._fold))
+        with self._lock:
+            return plan_verdict(decide(self._fold))
 
     def recover(self, *, pending: Collection[str] = ()) -> Plan:
         """Append the repair plan, synced; returns it (empty if nothing was owed).
@@ -569,7 +614,12 @@ class Log:
         with self._lock:
             repairs = plan_verdict(decide(self._fold), pending=frozenset(pending))
             if repairs.events:
-                self._write(self._require_writer(), list(repairs.events), True)
+                # Waits left pending stay owed on purpose: nothing to check yet.
+                checked = recovery_exports if not pending else _unchecked
+                with checked(self.store, self.session_id):
+                    self._write(self._require_writer(), list(repairs.events), True)
+            # Waits left pending are answered by revived children, not a crash.
+            self._crashed = False
             return repairs
 
     # -- life ----------------------------------------------------------------------
@@ -615,6 +665,8 @@ def open(
     parent: ev.Parent | None = None,
     spawned_by: ev.SpawnedBy | None = None,
     meta: dict[str, Any] | None = None,
+    recover: bool = False,
+    revive: bool = False,
 ) -> Log:
     """Open a session for writing, creating it if needed.
 
@@ -622,7 +674,37 @@ def open(
     `create=None` creates the session when it does not exist, `True` requires
     that it does not, `False` requires that it does. A new session without an
     id gets a random one.
+
+    A session whose last writer died mid-turn opens as `crashed`: it refuses
+    every write until it is recovered. `recover=True` recovers it on open
+    (`log.recover()`); `revive=True` revives it (`turnlog.revive(log)`: recover,
+    mark the revival, tell the model), within the default revival cap.
     """
+    log = _open(target, session_id, create, durability, agent, parent, spawned_by, meta)
+    if log.crashed and (recover or revive):
+        try:
+            if revive:
+                from turnlog.revival import revive as revive_log  # revival builds on Log
+
+                revive_log(log)
+            if log.crashed:  # not revived (past the cap): recovery still closes the turn
+                log.recover()
+        except BaseException:
+            log.close()
+            raise
+    return log
+
+
+def _open(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None,
+    create: bool | None,
+    durability: Durability,
+    agent: ev.Agent | None,
+    parent: ev.Parent | None,
+    spawned_by: ev.SpawnedBy | None,
+    meta: dict[str, Any] | None,
+) -> Log:
     store, session_id = open_store(target, session_id)
     _check_durability(durability)  # before anything is created
     if session_id is None:

@@ -1,0 +1,189 @@
+"""The write-order rules: which appends a live writer refuses, and why. Pure.
+
+Every order the writer accepts must recover to a transcript every provider
+accepts (DESIGN §5). An order that cannot (a dispatch nobody asked for, a
+turn inside a turn, a compaction that swallows an owed call, a turn ended
+with calls owed) is refused here, before anything is written; a log that has
+one anyway (hand-made, imported) is still recovered by the fold's rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from turnlog import events as ev
+from turnlog.errors import WriteOrderError
+from turnlog.events import EventData, Origin, TurnEndReason
+from turnlog.fold import Fold
+
+# Origins of turnlog's own repairs: recovery closes what a crash left open.
+_REPAIR_ORIGINS: Final = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
+
+
+def _result(fold: Fold, data: ev.ToolResult, origin: str | None) -> WriteOrderError | None:
+    if fold.is_dispatched(data.call_id):
+        return None
+    return WriteOrderError(
+        f"result for call {data.call_id!r}, which the open turn has not dispatched",
+        hint="dispatch it with `log.dispatch(call)` before running the tool, or pass "
+        "allow_undispatched=True for results whose dispatch is unknown (an import)",
+    )
+
+
+def _undispatched_result(
+    fold: Fold, data: ev.ToolResult, origin: str | None
+) -> WriteOrderError | None:
+    # Without a dispatch the call must still be one the open turn asked for
+    # and owes: a result for anything else is one a provider rejects.
+    if fold.is_requested(data.call_id):
+        return None
+    return WriteOrderError(
+        f"result for call {data.call_id!r}, which no assistant message of the open turn "
+        "asked for (or which is already answered)",
+        hint="record the assistant message that asks for the call first; every result "
+        "answers exactly one requested call",
+    )
+
+
+def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> WriteOrderError | None:
+    if not fold.turn_open:
+        return WriteOrderError(
+            f"dispatch of call {data.call_id!r} outside any turn",
+            hint="use `with log.turn():` first",
+        )
+    if fold.is_dispatched(data.call_id):
+        return WriteOrderError(f"call {data.call_id!r} is already dispatched and running")
+    if not fold.is_requested(data.call_id):
+        return WriteOrderError(
+            f"dispatch of call {data.call_id!r}, which no assistant message of the open turn "
+            "asked for (or which is already answered)",
+            hint="record the assistant message that asks for the call before dispatching it; "
+            "a tool the framework runs on its own (a hosted tool, a handoff) is not dispatched",
+        )
+    return None
+
+
+def _turn_start(fold: Fold, data: ev.TurnStart, origin: str | None) -> WriteOrderError | None:
+    if fold.turn_open:
+        return WriteOrderError(
+            "turn_start while a turn is open; turns never nest",
+            hint="end the open turn first, or recover the session if it crashed",
+        )
+    return None
+
+
+def _turn_end(fold: Fold, data: ev.TurnEnd, origin: str | None) -> WriteOrderError | None:
+    if data.reason == TurnEndReason.INTERRUPTED and origin != Origin.RECOVERY:
+        return WriteOrderError(
+            "turn_end with reason 'interrupted' is written by recovery only",
+            hint="a live turn ends 'complete', 'rejected', 'error' or 'cancelled'; "
+            "`turnlog recover` writes 'interrupted' after a crash",
+        )
+    if not fold.turn_open:
+        return WriteOrderError("turn_end with no open turn", hint="start a turn first")
+    owed = fold.owed_in_open_turn()
+    if owed:
+        return WriteOrderError(
+            f"turn_end while calls are unanswered: {', '.join(owed)}",
+            hint="record a result for every call the turn requested before ending it "
+            "(`with log.turn():` does this when the block raises)",
+        )
+    return None
+
+
+def _step_start(fold: Fold, data: ev.StepStart, origin: str | None) -> WriteOrderError | None:
+    if not fold.turn_open:
+        return WriteOrderError("step_start outside any turn", hint="use `with log.turn():` first")
+    if fold.step_open:
+        return WriteOrderError("step_start while a step is open; steps never nest")
+    return None
+
+
+def _step_end(fold: Fold, data: ev.StepEnd, origin: str | None) -> WriteOrderError | None:
+    if not fold.step_open:
+        return WriteOrderError("step_end with no open step")
+    owed = fold.owed_in_open_step()
+    if owed and origin not in _REPAIR_ORIGINS:
+        # A closed step says nothing was in flight: recovery would call these
+        # calls "not started" (R3) even if the program runs them afterwards.
+        return WriteOrderError(
+            f"step_end while calls of the step are unanswered: {', '.join(owed)}",
+            hint="run each requested call inside `with log.dispatch(call)` and record its "
+            "result before the step ends",
+        )
+    return None
+
+
+def _assistant(fold: Fold, data: ev.AssistantMessage, origin: str | None) -> WriteOrderError | None:
+    calls = data.tool_calls
+    if not calls:
+        return None
+    if not fold.turn_open:
+        return WriteOrderError(
+            "an assistant message that asks for tool calls outside any turn",
+            hint="record it inside `with log.turn():`, where recovery can answer its calls",
+        )
+    ids = [call.id for call in calls]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        return WriteOrderError(
+            f"an assistant message asks for call id(s) {', '.join(repeated)} twice",
+            hint="every tool call of a message needs its own id",
+        )
+    owed = [i for i in ids if fold.is_requested(i)]
+    if owed:
+        return WriteOrderError(
+            f"an assistant message asks again for call(s) still unanswered: {', '.join(owed)}",
+            hint="answer the earlier request first, or give the new call a new id",
+        )
+    return None
+
+
+def _compaction(fold: Fold, data: ev.Compaction, origin: str | None) -> WriteOrderError | None:
+    if data.through_seq >= fold.next_seq:
+        return WriteOrderError(
+            f"compaction through seq {data.through_seq}, which is not written yet "
+            f"(the next seq is {fold.next_seq})"
+        )
+    swallowed = fold.owed_requested_through(data.through_seq)
+    if swallowed:
+        return WriteOrderError(
+            f"compaction through seq {data.through_seq} would remove the request of owed "
+            f"call(s) {', '.join(swallowed)}",
+            hint="compact between turns, or only up to before the message that asked for "
+            "calls still in flight",
+        )
+    return None
+
+
+def _session(fold: Fold, data: ev.Session, origin: str | None) -> WriteOrderError | None:
+    return WriteOrderError("a session header is written only at seq 0, when the log is created")
+
+
+_RULES: Final[dict[type, Callable[[Fold, EventData, str | None], WriteOrderError | None]]] = {
+    ev.ToolResult: _result,  # type: ignore[dict-item]
+    ev.ToolDispatch: _dispatch,  # type: ignore[dict-item]
+    ev.TurnStart: _turn_start,  # type: ignore[dict-item]
+    ev.TurnEnd: _turn_end,  # type: ignore[dict-item]
+    ev.StepStart: _step_start,  # type: ignore[dict-item]
+    ev.StepEnd: _step_end,  # type: ignore[dict-item]
+    ev.AssistantMessage: _assistant,  # type: ignore[dict-item]
+    ev.Compaction: _compaction,  # type: ignore[dict-item]
+    ev.Session: _session,  # type: ignore[dict-item]
+}
+
+#: The payload types whose append depends on the state of the open turn.
+CHECKED_TYPES: Final = frozenset(_RULES)
+
+
+def order_error(
+    fold: Fold, data: EventData, origin: str | None, *, allow_undispatched: bool = False
+) -> WriteOrderError | None:
+    """Why appending `data` now would break the write order, or None."""
+    rule = _RULES.get(type(data))
+    if rule is None:
+        return None
+    if allow_undispatched and type(data) is ev.ToolResult:
+        return _undispatched_result(fold, data, origin)
+    return rule(fold, data, origin)

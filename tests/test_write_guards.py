@@ -1,0 +1,254 @@
+"""The writer refuses the orders a provider would reject after recovery; a crashed handle waits for recovery; reads are snapshots."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import turnlog
+from builders import assert_exports_valid, write_session
+from turnlog import events as ev
+from turnlog import providers
+from turnlog.errors import SessionInterruptedError, WriteOrderError
+from turnlog.events import ToolCall
+from turnlog.fold import Message
+
+PAY = ToolCall(id="c1", name="pay", arguments={"id": 7})
+
+
+def open_step(log: turnlog.Log) -> None:
+    log.user("pay the invoice")
+    log.begin_turn()
+    log.begin_step()
+
+
+def refused(log: turnlog.Log, item: ev.EventData, words: str, **options: object) -> None:
+    before = log.next_seq
+    with pytest.raises(WriteOrderError, match=words) as caught:
+        log.append(item, **options)  # type: ignore[arg-type]
+    assert caught.value.hint
+    assert log.next_seq == before
+
+
+def test_a_compaction_that_swallows_an_owed_call_is_refused(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        open_step(log)
+        asked = log.assistant("Paying.", [PAY])
+        log.begin_dispatch(PAY)
+        refused(log, ev.Compaction(through_seq=asked.seq, summary="s"), "owed call")
+        # Up to before the request is fine: the call keeps its request.
+        log.append(ev.Compaction(through_seq=asked.seq - 1, summary="s"))
+        refused(log, ev.Compaction(through_seq=log.next_seq, summary="s"), "not written yet")
+
+
+def test_a_dispatch_no_message_asked_for_is_refused(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        open_step(log)
+        before = log.next_seq
+        with pytest.raises(WriteOrderError, match="no assistant message"):
+            log.begin_dispatch(ToolCall(id="ghost", name="pay"))
+        refused(log, ev.ToolDispatch(call_id="ghost"), "no assistant message")
+        assert log.next_seq == before
+        # Asked for, it is dispatched; a result without a request is refused too.
+        log.assistant("", [PAY])
+        with log.dispatch(PAY) as call:
+            call.result("paid")
+        refused(log, ev.ToolResult(call_id="other"), "not dispatched")
+        refused(
+            log, ev.ToolResult(call_id="other"), "no assistant message", allow_undispatched=True
+        )
+
+
+def test_a_turn_inside_a_turn_is_refused(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        open_step(log)
+        refused(log, ev.TurnStart(turn=2), "turns never nest")
+        log.assistant("", [PAY])
+        # Nor may a turn end with a call owed, nor a step claim nothing is in flight.
+        refused(log, ev.TurnEnd(reason="complete"), "unanswered")
+        refused(log, ev.StepEnd(outcome="ok"), "unanswered")
+        refused(log, ev.AssistantMessage(tool_calls=[PAY]), "asks again")
+
+
+def test_interrupted_is_written_by_recovery_only(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        open_step(log)
+        log.append(ev.StepEnd(outcome="ok"))
+        refused(log, ev.TurnEnd(reason="interrupted"), "recovery only")
+        refused(log, ev.TurnEnd(reason="interrupted"), "recovery only", origin="revival")
+        log.append(ev.TurnEnd(reason="complete"))
+
+
+def test_an_assistant_asking_for_tools_outside_a_turn_is_refused(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        log.user("hi")
+        refused(log, ev.AssistantMessage(tool_calls=[PAY]), "outside any turn")
+        log.assistant("Hello.")  # a plain answer needs no turn
+
+
+def test_a_batch_is_checked_in_order_and_refused_whole(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        open_step(log)
+        before = log.next_seq
+        with pytest.raises(WriteOrderError, match="no assistant message"):
+            log.append_many([ev.ToolDispatch(call_id="c1"), ev.ToolResult(call_id="c1")])
+        assert log.next_seq == before
+        log.append_many(
+            [
+                ev.AssistantMessage(tool_calls=[PAY]),
+                ev.ToolDispatch(call_id="c1"),
+                ev.ToolResult(call_id="c1", content="paid"),
+            ]
+        )
+        assert log.verdict().owed == ()
+
+
+def crashed(path: Path) -> None:
+    write_session(
+        path,
+        [
+            ev.UserMessage(content="pay"),
+            ev.TurnStart(turn=1, revivals=0),
+            ev.StepStart(turn=1, step=1),
+            ev.AssistantMessage(tool_calls=[PAY]),
+            ev.ToolDispatch(call_id="c1", name="pay"),
+        ],
+    )
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_handle_on_a_crashed_session_refuses_writes_until_recovered(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "s.jsonl"
+    crashed(path)
+    target: str | Path = path
+    if kind == "sqlite":
+        target = f"sqlite:///{tmp_path}/s.db"
+        with turnlog.open(path) as source:
+            events = list(source.store.iter_events("s"))
+        store, _ = turnlog.stores.open_store(target)
+        with store.create(events[0]) as writer:
+            writer.append(events[1:], expected_seq=1, sync=True)
+        store.close()
+    with turnlog.open(target, "s") as log:
+        assert log.crashed
+        before = log.next_seq
+        with pytest.raises(SessionInterruptedError) as caught:
+            log.user("are you there?")
+        assert "recover" in (caught.value.hint or "")
+        with pytest.raises(SessionInterruptedError):
+            log.append_many([ev.UserMessage(content="x")])
+        assert log.next_seq == before
+        log.recover()
+        assert not log.crashed
+        log.user("are you there?")
+        assert_exports_valid(log.messages)
+
+
+def test_open_with_recover_or_revive(tmp_path: Path) -> None:
+    crashed(tmp_path / "a.jsonl")
+    with turnlog.open(tmp_path / "a.jsonl", recover=True) as log:
+        assert not log.crashed and log.verdict().open_turn is None
+        assert log.state.revivals == 0
+        log.user("go on")
+    crashed(tmp_path / "b.jsonl")
+    with turnlog.open(tmp_path / "b.jsonl", revive=True) as log:
+        assert not log.crashed and log.state.revivals == 1
+        assert log.messages[-1].injected == "revival"
+    # A healthy session opens as it is, with either flag.
+    with turnlog.open(tmp_path / "b.jsonl", recover=True, revive=True) as log:
+        assert log.state.revivals == 1
+
+
+def test_anthropic_refuses_white_space_text_and_the_renderer_drops_it() -> None:
+    payload = {"messages": [{"role": "user", "content": [{"type": "text", "text": " \n"}]}]}
+    messages = {v.message for v in providers.validate("anthropic", payload)}
+    assert "text content blocks must contain non-whitespace text" in messages
+    transcript = (
+        Message(role="user", content="go", seq=1),
+        Message(role="assistant", content=[{"type": "text", "text": "  "}], seq=2),
+        Message(role="user", content="   ", seq=3),
+        Message(role="assistant", content="done", seq=4),
+    )
+    rendered = providers.render("anthropic", transcript)
+    assert providers.validate("anthropic", rendered) == []
+    assert all(
+        block.get("text", "x").strip()
+        for message in rendered["messages"]
+        for block in message["content"]
+    )
+
+
+def reader_threads_see_snapshots(log: turnlog.Log, duration_s: float) -> int:
+    """8 threads run parallel calls while 2 threads read; returns reads made."""
+    stop = time.monotonic() + duration_s
+    failures: list[BaseException] = []
+    reads = [0]
+
+    def check_snapshot() -> None:
+        state = log.state
+        asked: set[str] = set()
+        for message in state.messages:
+            assert message.seq < state.next_seq
+            if message.role == "assistant":
+                asked.update(call.id for call in message.tool_calls)
+            elif message.role == "tool":
+                assert message.call_id in asked
+        found = log.verdict()
+        assert found.next_seq >= state.next_seq
+        assert found.open_turn is not None
+        turn_calls = {call.call_id for call in found.open_turn.calls if not call.answered}
+        assert {call.call_id for call in found.owed} == turn_calls
+        log.plan()
+
+    def reader() -> None:
+        try:
+            while time.monotonic() < stop:
+                check_snapshot()
+                reads[0] += 1
+        except BaseException as exc:  # any exception is a finding
+            failures.append(exc)
+
+    def worker(index: int) -> None:
+        try:
+            step = 0
+            while time.monotonic() < stop:
+                step += 1
+                calls = [ToolCall(id=f"w{index}-{step}-{n}", name="read") for n in range(2)]
+                with log.lock:
+                    log.assistant("", calls)
+                for call in calls:
+                    with log.dispatch(call, idempotency="read_only") as running:
+                        running.result("ok")
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    threads += [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == [], failures[:3]
+    return reads[0]
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "memory"])
+def test_reads_race_no_writes(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "s.jsonl" if kind == "jsonl" else turnlog.stores.MemoryStore()
+    with turnlog.open(target, "s", durability="none") as log:
+        open_step(log)
+        assert reader_threads_see_snapshots(log, duration_s=2.0) > 0
+        log.end_step()
+        assert_exports_valid(log.messages)
+
+
+@pytest.mark.slow
+def test_reads_race_no_writes_for_ten_seconds(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl", durability="none") as log:
+        open_step(log)
+        assert reader_threads_see_snapshots(log, duration_s=10.0) > 0
