@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from turnlog import events as ev
 from turnlog.events import Event, ToolCall
+from turnlog.fold import Message
 from turnlog.stores.base import Store
 
 TS = "2026-11-29T12:00:00.000000Z"
@@ -81,3 +84,25 @@ def put(store: Store, events: list[Event]) -> None:
     """Write a whole session into a store as it is."""
     with store.create(events[0]) as writer:
         writer.append(events[1:], expected_seq=1, sync=False)
+
+
+def assert_exports_valid(messages: Sequence[Message]) -> None:
+    """Every provider accepts the transcript (DESIGN §7)."""
+    from turnlog import providers
+
+    for provider in providers.PROVIDERS:
+        violations = providers.validate(provider, providers.render(provider, messages))
+        assert violations == [], (provider, violations)
+
+
+def write_session(path: Path, items: list[ev.EventData]) -> list[Event]:
+    """A JSONL session file named after its id, holding these payloads."""
+    from turnlog.stores.jsonl_record import encode_line
+
+    events = number(items)
+    events = [
+        msgspec.structs.replace(events[0], data=ev.Session(session_id=path.stem)),
+        *events[1:],
+    ]
+    path.write_bytes(b"".join(encode_line(e) for e in events))
+    return events

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from postgres_server import REQUIRE_ENV, postgres_dsn
+from turnlog.selfcheck import ENV as SELF_CHECK_ENV
 from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store
+
+# Every recovery in every test, in this process and in the processes tests
+# start, asserts that the recovered session exports valid for all four
+# providers (turnlog.selfcheck).
+os.environ[SELF_CHECK_ENV] = "1"
 
 _schemas = itertools.count()
 

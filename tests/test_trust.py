@@ -15,13 +15,22 @@ import threading
 import zlib
 from pathlib import Path
 
-import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import turnlog
-from builders import assistant, call, dispatch, number, result, step_end, step_start, turn_start
+from builders import (
+    assistant,
+    call,
+    dispatch,
+    number,
+    result,
+    step_end,
+    step_start,
+    turn_start,
+    write_session,
+)
 from entry_point import cli
 from turnlog import events as ev
 from turnlog import providers
@@ -31,16 +40,6 @@ from turnlog.stores import JSONLStore, MemoryStore
 from turnlog.stores.jsonl_record import encode_line
 
 SHARED_FORMATS = Path(__file__).resolve().parents[2] / "shared" / "formats"
-
-
-def write_session(path: Path, items: list[ev.EventData]) -> list[Event]:
-    events = number(items)
-    events = [
-        msgspec.structs.replace(events[0], data=ev.Session(session_id=path.stem)),
-        *events[1:],
-    ]
-    path.write_bytes(b"".join(encode_line(e) for e in events))
-    return events
 
 
 CRASHED = [

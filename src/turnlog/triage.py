@@ -19,6 +19,7 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.recovery import Plan, plan_verdict
+from turnlog.selfcheck import recovery_exports
 from turnlog.stores import Holder, Store, open_store
 from turnlog.verdict import OwedCall, Verdict, decide
 
@@ -212,5 +213,6 @@ def recover(store: Store, session_id: str, *, force: bool = False) -> Recovery:
         tail = writer.tail or store.read_tail(session_id)
         repairs = plan_verdict(tail.verdict())
         if repairs.events:
-            writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
+            with recovery_exports(store, session_id):
+                writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
         return Recovery(plan=repairs, torn_tail=writer.torn_tail)
