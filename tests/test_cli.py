@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 import turnlog
+from builders import write_session
+from turnlog import events as ev
 from turnlog.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -242,6 +244,33 @@ def test_export_validate_and_patch(sessions: Path, provider: str) -> None:
     run("recover", path)
     code, document = as_json("export", path, "--to", provider, "--validate")
     assert code == 0 and document["violations"] == [] and document["provider"] == provider
+
+
+def test_export_validate_hint_says_what_is_wrong(sessions: Path, tmp_path: Path) -> None:
+    # A crashed session: recovery is the fix.
+    path = str(sessions / "rule-r1.jsonl")
+    code, _, err = run("export", path, "--to", "anthropic", "--validate")
+    assert code == 1 and "turn that never ended" in err and "turnlog recover" in err
+    # Recovered, but a closed turn (hand-made) left a call unanswered: not a
+    # crash, so the hint must not send the user to `recover` again.
+    closed = tmp_path / "closed.jsonl"
+    write_session(
+        closed,
+        [
+            ev.UserMessage(content="go"),
+            ev.TurnStart(turn=1),
+            ev.AssistantMessage(tool_calls=[ev.ToolCall(id="c9", name="t")]),
+            ev.TurnEnd(turn=1),
+        ],
+    )
+    code, _, err = run("export", str(closed), "--to", "anthropic", "--validate")
+    assert code == 1 and "--patch-in-memory" in err and "turnlog recover" not in err
+    # Nothing owed anywhere: the content itself breaks a provider's rule.
+    opening = tmp_path / "opening.jsonl"
+    write_session(opening, [ev.AssistantMessage(content="Hello, I speak first.")])
+    code, _, err = run("export", str(opening), "--to", "anthropic", "--validate")
+    assert code == 1 and "opens with the assistant" in err
+    assert "turnlog recover" not in err and "--patch-in-memory" not in err
 
 
 # -- bad input never gives a traceback ----------------------------------------------

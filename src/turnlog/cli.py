@@ -587,11 +587,15 @@ def export_command(
     store, session_id = resolve_session(session, store_url)
     # Only the transcript is kept, never the events; the request is written
     # item by item.
-    messages: Sequence[Message] = Fold(_events(store, session_id)).state.messages
+    state = Fold(_events(store, session_id)).state
+    messages: Sequence[Message] = state.messages
+    dangling = patch_dangling_tool_calls(messages)
+    fix = _export_fix(session, state.open_turn is not None, len(dangling) != len(messages))
     if patch_in_memory:
-        messages = patch_dangling_tool_calls(messages)
+        messages = dangling
+    del dangling
     request = render_request(provider, messages)
-    del messages
+    del messages, state
     violations = validate_request(provider, request) if validate or as_json else []
     if as_json:
         _stream_json(
@@ -607,11 +611,28 @@ def export_command(
         where = f" (call {violation.call_id})" if violation.call_id else ""
         click.echo(f"violation: item {violation.index}: {violation.message}{where}", err=True)
     if validate and violations:
-        click.echo(
-            "hint: run `turnlog recover` on the session, or export with --patch-in-memory",
-            err=True,
-        )
+        click.echo(f"hint: {fix}", err=True)
         sys.exit(EXIT_FINDINGS)
+
+
+def _export_fix(session: str, turn_open: bool, dangling: bool) -> str:
+    """What fixes an export a provider would reject, from what the log shows."""
+    if turn_open:
+        return (
+            "the session has a turn that never ended (a crash, or a run still going): "
+            f"`turnlog inspect {session}` says which; once no writer holds it, "
+            f"`turnlog recover {session}` answers its calls"
+        )
+    if dangling:
+        return (
+            "a turn that ended left tool calls unanswered; that is not a crash, so recovery "
+            "leaves it as it is: export with --patch-in-memory to answer them in the request only"
+        )
+    return (
+        "no crash caused this, so recovery would change nothing: the rule is broken by what "
+        "the log itself holds (for example a conversation that opens with the assistant, "
+        "which this provider refuses); edit the request, or export for another provider"
+    )
 
 
 @main.command("copy")

@@ -19,18 +19,25 @@ def _user_blocks(content: Any) -> list[dict[str, Any]]:
     blocks = []
     for part in parts_of(content):
         kind = part.get("type")
-        if kind == "text" and part.get("text"):
+        if kind == "text" and _has_text(part):
             blocks.append({"type": "text", "text": part["text"]})
         elif kind in _USER_NATIVE:
             blocks.append(dict(part))
     return blocks
 
 
+def _has_text(part: dict[str, Any]) -> bool:
+    """The API rejects a text block that is empty or only white space."""
+    text = part.get("text")
+    return isinstance(text, str) and not text.isspace() and bool(text)
+
+
 def _result_block(message: Message) -> dict[str, Any]:
+    text = text_of(message.content)
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": message.call_id,
-        "content": text_of(message.content) or "(empty result)",
+        "content": text if text and not text.isspace() else "(empty result)",
     }
     if message.is_error:
         block["is_error"] = True
@@ -64,7 +71,7 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
                 kind = part.get("type")
                 if kind in _VERBATIM:
                     blocks.append(part)
-                elif kind == "text" and part.get("text"):
+                elif kind == "text" and _has_text(part):
                     blocks.append({"type": "text", "text": part["text"]})
             for call in message.tool_calls:
                 blocks.append(
@@ -112,9 +119,12 @@ def validate(payload: dict[str, Any]) -> list[Violation]:
         if not blocks:
             violations.append(Violation(index=index, message="message content must not be empty"))
         for block in blocks:
-            if block.get("type") == "text" and not block.get("text"):
+            if block.get("type") == "text" and not _has_text(block):
                 violations.append(
-                    Violation(index=index, message="text content blocks must be non-empty")
+                    Violation(
+                        index=index,
+                        message="text content blocks must contain non-whitespace text",
+                    )
                 )
             if block.get("type") == "thinking" and not block.get("signature"):
                 violations.append(
