@@ -350,11 +350,18 @@ class PostgresStore(SQLStore):
 
     def lock_holder(self, session_id: str) -> Holder | None:
         validate_session_id(session_id)
-        # Shared, so that inspectors never mistake each other for a writer.
-        rows = self._query(f"SELECT pg_try_advisory_lock_shared({self._LOCK_KEY})", (session_id,))
-        if rows and rows[0][0]:
-            self._query(f"SELECT pg_advisory_unlock_shared({self._LOCK_KEY})", (session_id,))
-            return None
+        with self._reading() as connection:
+            # Shared, so that inspectors never mistake each other for a
+            # writer; released on the connection that took it (the lock is
+            # the connection's, and a lent connection is used again).
+            rows = self._fetch(
+                connection, f"SELECT pg_try_advisory_lock_shared({self._LOCK_KEY})", (session_id,)
+            )
+            if rows and rows[0][0]:
+                self._fetch(
+                    connection, f"SELECT pg_advisory_unlock_shared({self._LOCK_KEY})", (session_id,)
+                )
+                return None
         found = self._query(
             "SELECT a.pid, host(a.client_addr), a.backend_start::text FROM pg_locks l "
             "JOIN pg_stat_activity a ON a.pid = l.pid "

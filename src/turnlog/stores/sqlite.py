@@ -220,8 +220,14 @@ class SQLiteStore(SQLStore):
 
     def _connect(self) -> sqlite3.Connection:
         try:
+            # Any thread may use it, one at a time: a writer is made on one
+            # thread and used on another (asyncio's writer thread, a tool
+            # thread), and reading connections are lent to any thread.
             connection = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
             )
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -368,15 +374,22 @@ class SQLiteStore(SQLStore):
 
     def _rows(self, session_id: str, *, descending: bool = False) -> Iterator[tuple[int, object]]:
         order = "DESC" if descending else "ASC"
-        try:
-            cursor = self._reader.execute(
-                f"SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq {order}",
-                (validate_session_id(session_id),),
-            )
-            while batch := cursor.fetchmany(1024):
-                yield from batch
-        except sqlite3.Error as exc:
-            raise _translate(exc, "read", self.url) from exc
+        validate_session_id(session_id)
+        with self._reading() as connection:
+            try:
+                cursor = connection.execute(
+                    f"SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq {order}",
+                    (session_id,),
+                )
+                try:
+                    while batch := cursor.fetchmany(1024):
+                        yield from batch
+                finally:
+                    # An unfinished statement holds its read snapshot: a stream
+                    # left early must not hand a stale view to the next reader.
+                    cursor.close()
+            except sqlite3.Error as exc:
+                raise _translate(exc, "read", self.url) from exc
 
     def iter_events(self, session_id: str) -> Iterator[Event]:
         if not self.exists(session_id):
