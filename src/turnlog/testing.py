@@ -14,6 +14,8 @@ PostgreSQL stores. Needs pytest.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -377,3 +379,50 @@ class StoreContract:
         second = _on_a_new_thread(lambda: next(stream))
         rest = list(stream)
         assert [first.seq, second.seq, *(event.seq for event in rest)] == list(range(total))
+
+    # -- a second handle in this process ----------------------------------------------
+
+    @staticmethod
+    def _refused_here(open_second: Callable[[], object], line: int) -> None:
+        """`open_second` is refused as a second handle of this process, told
+        where the first was opened (`line` of this file) and what to do."""
+        with pytest.raises(turnlog.SessionLockedError) as info:
+            open_second()
+        message = str(info.value)
+        assert "this process already holds the writer for session 's1'" in message, message
+        assert f"testing.py:{line})" in message, message
+        assert info.value.pid == os.getpid()
+        assert "close that handle first or share it" in info.value.hint
+
+    def test_a_second_handle_in_this_process_is_told_where_the_first_was_opened(
+        self, store: Store
+    ) -> None:
+        line = sys._getframe().f_lineno + 1
+        first = store.create(LOG[0])
+        self._refused_here(lambda: store.writer("s1"), line)
+        self._refused_here(lambda: turnlog.open(store, "s1"), line)
+        # On another thread too: the registry is the process's.
+        self._refused_here(lambda: _on_a_new_thread(lambda: store.writer("s1")), line)
+        first.close()
+        # Closed, it is forgotten: the next holder is the one named.
+        line = sys._getframe().f_lineno + 1
+        log = turnlog.open(store, "s1")
+        self._refused_here(lambda: store.writer("s1", check="tail"), line)
+        log.close()
+        store.writer("s1").close()
+
+    def test_a_session_opened_with_asyncio_names_the_line_that_opened_it(
+        self, store: Store
+    ) -> None:
+        from turnlog.aio import aopen
+
+        self.populate(store, LOG[:2])
+
+        async def main() -> int:
+            line = sys._getframe().f_lineno + 1
+            async with await aopen(store, "s1"):
+                self._refused_here(lambda: store.writer("s1"), line)
+            return line
+
+        asyncio.run(main())
+        store.writer("s1").close()
