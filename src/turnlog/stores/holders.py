@@ -49,7 +49,10 @@ def caller_site() -> str | None:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not _skipped(filename):
-            cwd = os.path.join(os.getcwd(), "")
+            try:
+                cwd = os.path.join(os.getcwd(), "")
+            except OSError:  # the working directory was removed
+                cwd = filename + os.sep
             shown = filename[len(cwd) :] if filename.startswith(cwd) else filename
             return f"{shown}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
