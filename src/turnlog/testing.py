@@ -390,7 +390,7 @@ class StoreContract:
             open_second()
         message = str(info.value)
         assert "this process already holds the writer for session 's1'" in message, message
-        assert f"testing.py:{line})" in message, message
+        assert f"testing.py:{line}; pid {os.getpid()})" in message, message
         assert info.value.pid == os.getpid()
         assert "close that handle first or share it" in info.value.hint
 

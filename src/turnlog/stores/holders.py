@@ -120,8 +120,10 @@ def file_key(fd: int) -> Hashable:
 
 def held_here_error(session_id: str, where: str, site: str | None) -> SessionHeldHereError:
     """The refusal of a second writer on a session this process already writes."""
-    opened = f" (opened at {site})" if site else ""
+    pid = os.getpid()
+    opened = f"opened at {site}; " if site else ""
     return SessionHeldHereError(
-        f"this process already holds the writer for session {session_id!r} in {where}{opened}",
-        pid=os.getpid(),
+        f"this process already holds the writer for session {session_id!r} in {where} "
+        f"({opened}pid {pid})",
+        pid=pid,
     )
