@@ -55,7 +55,11 @@ def race_for_one_session(url: str, session_id: str, count: int, racers: int = 8)
         if loser is holder:
             continue
         assert loser.returncode != 0
-        assert loser.stderr is not None and "SessionLockedError" in loser.stderr.read()
+        assert loser.stderr is not None
+        refusal = loser.stderr.read()
+        assert "SessionLockedError" in refusal
+        # Another process holds it, and is not mistaken for the loser itself.
+        assert "being written by" in refusal and "this process" not in refusal, refusal
 
 
 def stale_writers_conflict_and_change_nothing(store: Any) -> None:

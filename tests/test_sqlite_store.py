@@ -128,6 +128,8 @@ def test_a_killed_writer_goes_from_running_to_interrupted_and_recovers_once(
     assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
     store = SQLiteStore(db)
     assert turnlog.inspect(store, "k").status == "running"
+    holder = store.lock_holder("k")
+    assert holder is not None and holder.pid == writer.pid
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=30)
     found = turnlog.inspect(store, "k")

@@ -28,6 +28,7 @@ from turnlog.loop import (
 )
 from turnlog.recovery import Plan
 from turnlog.stores import Store
+from turnlog.stores.holders import OPENED_AT, caller_site
 from turnlog.verdict import Verdict
 
 _P = ParamSpec("_P")
@@ -189,7 +190,14 @@ async def aopen(
     **options: Any,
 ) -> AsyncLog:
     """`turnlog.open` for asyncio: opens off the event loop, returns an `AsyncLog`."""
-    log = await asyncio.to_thread(open_log, target, session_id, **options)
+    # The open runs on a worker thread, where no frame of the program is left:
+    # the line that called `aopen` goes with it (asyncio copies the context),
+    # for the refusal a second handle on the session gets.
+    token = OPENED_AT.set(caller_site())
+    try:
+        log = await asyncio.to_thread(open_log, target, session_id, **options)
+    finally:
+        OPENED_AT.reset(token)
     return AsyncLog(log)
 
 

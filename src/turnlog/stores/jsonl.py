@@ -10,7 +10,7 @@ import itertools
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import BinaryIO, Final, NoReturn
 
 import msgspec
@@ -34,6 +34,7 @@ from turnlog.errors import (
 )
 from turnlog.events import FORMAT_VERSION, MAX_LINE_BYTES, Event
 from turnlog.formats.sniff import foreign_hint
+from turnlog.stores import holders
 from turnlog.stores.base import (
     AGENTS_SUFFIX,
     MAX_AGENT_DEPTH,
@@ -529,7 +530,7 @@ def _revivals_before(fd: int, offset: int, path: str) -> int:
     return 0
 
 
-def _lock_pid(fd: int) -> int | None:
+def lock_pid(fd: int) -> int | None:
     """The pid holding a flock on the file, from /proc/locks (Linux), else None."""
     try:
         st = os.fstat(fd)
@@ -550,7 +551,7 @@ def _holder(fd: int) -> Holder | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return Holder(pid=_lock_pid(fd))
+        return Holder(pid=lock_pid(fd))
     fcntl.flock(fd, fcntl.LOCK_UN)
     return None
 
@@ -634,6 +635,8 @@ class _JSONLWriter(StoreWriter):
         self._torn = torn
         self._dirty = False
         self._poisoned: BaseException | None = None
+        # The lock this writer holds, in the registry of this process's writers.
+        self._held: Hashable | None = None
 
     @property
     def next_seq(self) -> int:
@@ -759,6 +762,8 @@ class _JSONLWriter(StoreWriter):
                 finally:
                     self._fd = None
         finally:
+            if self._held is not None:
+                holders.release(self._held, self)
             # Closing the descriptor releases the flock.
             self._io.close(fd)
 
@@ -1197,12 +1202,25 @@ class JSONLStore(Store):
                 return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    pid = _lock_pid(fd)
-                    holder = f"process {pid}" if pid else "another process"
-                    raise SessionLockedError(
-                        f"{self.path(session_id)} is being written by {holder}", pid=pid
-                    ) from None
+                    raise self._locked(fd, session_id) from None
                 time.sleep(0.005)
+
+    def _locked(self, fd: int, session_id: str) -> SessionLockedError:
+        """The refusal of a writer: this process's own (and where it was
+        opened), or another process's."""
+        here, site = holders.held_here(holders.file_key(fd))
+        pid = lock_pid(fd)
+        if here or pid == os.getpid():
+            return holders.held_here_error(session_id, self.path(session_id), site)
+        holder = f"process {pid}" if pid else "another process"
+        return SessionLockedError(f"{self.path(session_id)} is being written by {holder}", pid=pid)
+
+    @staticmethod
+    def _hold(writer: _JSONLWriter, fd: int, site: str | None) -> _JSONLWriter:
+        """Record the writer as this process's holder of the session's lock."""
+        writer._held = holders.file_key(fd)
+        holders.hold(writer._held, writer, site)
+        return writer
 
     def create(self, header: Event) -> StoreWriter:
         """Create the session file: write the header, sync the file, then its
@@ -1212,6 +1230,7 @@ class JSONLStore(Store):
         if header.seq != 0 or not isinstance(header.data, ev.Session):
             raise UsageError("a session is created from its 'session' header at seq 0")
         session_id = validate_session_id(header.data.session_id)
+        site = holders.caller_site()
         dir_fd = self._dir_fd(session_id, create=True)
         path = self.path(session_id)
         try:
@@ -1229,7 +1248,7 @@ class JSONLStore(Store):
                         errno=errno.EEXIST,
                         hint="remove the link; a session file must be a regular file",
                     ) from None
-                return self._create_again(header, session_id, dir_fd)
+                return self._create_again(header, session_id, dir_fd, site)
             except OSError as exc:
                 raise _translate(exc, "create", path) from exc
             writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0)
@@ -1238,6 +1257,7 @@ class JSONLStore(Store):
                 writer.append([header], expected_seq=0, sync=True)
                 # The file's name is durable only once its directory is synced.
                 self.io.fsync_dir(dir_fd)
+                self._hold(writer, fd, site)
             except BaseException as exc:
                 # Nothing was acknowledged: take back the file this call made,
                 # so the id is free again rather than an empty, headless session.
@@ -1251,7 +1271,9 @@ class JSONLStore(Store):
         finally:
             os.close(dir_fd)
 
-    def _create_again(self, header: Event, session_id: str, dir_fd: int) -> StoreWriter:
+    def _create_again(
+        self, header: Event, session_id: str, dir_fd: int, site: str | None
+    ) -> StoreWriter:
         path = self.path(session_id)
         fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
         with _closed_on_error(fd, "create", path):
@@ -1265,12 +1287,13 @@ class JSONLStore(Store):
             writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0, torn=torn)
             writer.append([header], expected_seq=0, sync=True)
             self.io.fsync_dir(dir_fd)
-            return writer
+            return self._hold(writer, fd, site)
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         path = self.path(session_id)
         if check not in ("full", "tail"):
             raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
+        site = None if force else holders.caller_site()
         fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
         with _closed_on_error(fd, "open", path):
             if not force:
@@ -1297,7 +1320,7 @@ class JSONLStore(Store):
             if torn is not None:
                 torn = self._quarantine(fd, session_id, torn)
                 valid_size = torn.offset
-            return _JSONLWriter(
+            writer = _JSONLWriter(
                 self,
                 fd,
                 path,
@@ -1306,6 +1329,8 @@ class JSONLStore(Store):
                 tail=tail,
                 torn=torn,
             )
+            # A forced writer holds no lock: nothing to record.
+            return writer if force else self._hold(writer, fd, site)
 
     def _quarantine(self, fd: int, session_id: str, torn: TornTail) -> TornTail:
         """Copy the torn bytes to a sidecar (synced), then cut the file back.

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from turnlog.errors import (
     SeqConflictError,
     SessionExistsError,
-    SessionLockedError,
     SessionNotFoundError,
     UsageError,
 )
 from turnlog.events import Event, encode_event
+from turnlog.stores import holders
 from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
 
 
@@ -53,6 +53,7 @@ class _MemoryWriter(StoreWriter):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            holders.release(self._store._held_key(self._session_id), self)
             with self._store._mutex:
                 self._store._locked.discard(self._session_id)
 
@@ -71,25 +72,34 @@ class MemoryStore(Store):
         session_id = validate_session_id(getattr(header.data, "session_id", None))
         if header.seq != 0:
             raise UsageError(f"a session header is seq 0, not {header.seq}")
+        site = holders.caller_site()
         with self._mutex:
             if session_id in self._sessions:
                 raise SessionExistsError(f"session {session_id!r} already exists")
             self._sessions[session_id] = [header]
             self._locked.add(session_id)
-        return _MemoryWriter(self, session_id)
+        return self._hold(_MemoryWriter(self, session_id), site)
+
+    def _held_key(self, session_id: str) -> tuple[str, int, str]:
+        return ("memory", id(self), session_id)
+
+    def _hold(self, writer: _MemoryWriter, site: str | None) -> _MemoryWriter:
+        holders.hold(self._held_key(writer._session_id), writer, site)
+        return writer
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         validate_session_id(session_id)
+        site = None if force else holders.caller_site()
         with self._mutex:
             if session_id not in self._sessions:
                 raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
             if session_id in self._locked and not force:
-                raise SessionLockedError(
-                    f"session {session_id!r} already has a writer (pid {os.getpid()})",
-                    pid=os.getpid(),
-                )
+                # A memory store lives in one process: its writer is always ours.
+                _, held_at = holders.held_here(self._held_key(session_id))
+                raise holders.held_here_error(session_id, self.url, held_at)
             self._locked.add(session_id)
-        return _MemoryWriter(self, session_id)
+        writer = _MemoryWriter(self, session_id)
+        return writer if force else self._hold(writer, site)
 
     def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
         validate_session_id(session_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from turnlog import events as ev
@@ -18,6 +18,7 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Event
+from turnlog.stores import holders
 from turnlog.stores.base import (
     Holder,
     StoreWriter,
@@ -155,6 +156,8 @@ class _PostgresWriter(StoreWriter):
         self._next_seq = 0
         self._poisoned: BaseException | None = None
         self._synchronous_commit = "on"
+        # The lock this writer holds, in the registry of this process's writers.
+        self._held: Hashable | None = None
 
     @property
     def next_seq(self) -> int:
@@ -237,6 +240,8 @@ class _PostgresWriter(StoreWriter):
         connection, self._connection = self._connection, None
         if connection is None:
             return
+        if self._held is not None:
+            holders.release(self._held, self)
         try:
             # Released here, not when the server notices the connection is
             # gone (a backend exits asynchronously after the client closes).
@@ -338,6 +343,9 @@ class PostgresStore(SQLStore):
                         break
                     time.sleep(0.005)
                 if not (got and got[0]):
+                    here, site = holders.held_here(self._held_key(session_id))
+                    if here:
+                        raise holders.held_here_error(session_id, self.url, site)
                     holder = self.lock_holder(session_id)
                     where = holder.describe() if holder is not None else "another worker"
                     raise SessionLockedError(
@@ -348,13 +356,31 @@ class PostgresStore(SQLStore):
             raise
         return connection
 
+    def _held_key(self, session_id: str) -> Hashable:
+        """The session's lock among this process's writers: the same server,
+        role and schema (as the connection string names them) and session."""
+        return ("postgresql", self.dsn, self.schema, session_id)
+
+    def _hold(self, writer: _PostgresWriter, site: str | None) -> _PostgresWriter:
+        """Record the writer as this process's holder of the session's lock."""
+        writer._held = self._held_key(writer._session_id)
+        holders.hold(writer._held, writer, site)
+        return writer
+
     def lock_holder(self, session_id: str) -> Holder | None:
         validate_session_id(session_id)
-        # Shared, so that inspectors never mistake each other for a writer.
-        rows = self._query(f"SELECT pg_try_advisory_lock_shared({self._LOCK_KEY})", (session_id,))
-        if rows and rows[0][0]:
-            self._query(f"SELECT pg_advisory_unlock_shared({self._LOCK_KEY})", (session_id,))
-            return None
+        with self._reading() as connection:
+            # Shared, so that inspectors never mistake each other for a
+            # writer; released on the connection that took it (the lock is
+            # the connection's, and a lent connection is used again).
+            rows = self._fetch(
+                connection, f"SELECT pg_try_advisory_lock_shared({self._LOCK_KEY})", (session_id,)
+            )
+            if rows and rows[0][0]:
+                self._fetch(
+                    connection, f"SELECT pg_advisory_unlock_shared({self._LOCK_KEY})", (session_id,)
+                )
+                return None
         found = self._query(
             "SELECT a.pid, host(a.client_addr), a.backend_start::text FROM pg_locks l "
             "JOIN pg_stat_activity a ON a.pid = l.pid "
@@ -373,6 +399,7 @@ class PostgresStore(SQLStore):
         if header.seq != 0 or not isinstance(header.data, ev.Session):
             raise UsageError("a session is created from its 'session' header at seq 0")
         session_id = validate_session_id(header.data.session_id)
+        site = holders.caller_site()
         connection = self._take_lock(session_id, force=False)
         writer = _PostgresWriter(self, session_id, connection)
         line = encode_line(header).decode()
@@ -396,13 +423,14 @@ class PostgresStore(SQLStore):
                 raise _translate(exc, "create a session in", self.url) from exc
             raise
         writer._next_seq = 1
-        return writer
+        return self._hold(writer, site)
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         if check not in ("full", "tail"):
             raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        site = None if force else holders.caller_site()
         connection = self._take_lock(session_id, force=force)
         writer = _PostgresWriter(self, session_id, connection)
         try:
@@ -414,7 +442,8 @@ class PostgresStore(SQLStore):
         except BaseException:
             writer.close()
             raise
-        return writer
+        # A forced writer holds no lock: nothing to record.
+        return writer if force else self._hold(writer, site)
 
     def _next_seq(self, session_id: str) -> int:
         """The seq the next append takes: the events are the truth (the

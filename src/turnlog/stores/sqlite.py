@@ -6,7 +6,7 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Final
 
 from turnlog import events as ev
@@ -20,6 +20,7 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Event
+from turnlog.stores import holders
 from turnlog.stores.base import (
     TAIL_FACT_TYPES,
     Holder,
@@ -28,7 +29,7 @@ from turnlog.stores.base import (
     tail_facts,
     validate_session_id,
 )
-from turnlog.stores.jsonl import LOCK_RETRY_S
+from turnlog.stores.jsonl import LOCK_RETRY_S, lock_pid
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.rows import decode_row, refuse_gap
 from turnlog.stores.sql import SQLStore
@@ -91,6 +92,8 @@ class _SQLiteWriter(StoreWriter):
         self._connection = store._connect()
         self._synchronous: str | None = None
         self._poisoned: BaseException | None = None
+        # The lock this writer holds, in the registry of this process's writers.
+        self._held: Hashable | None = None
 
     @property
     def next_seq(self) -> int:
@@ -200,6 +203,8 @@ class _SQLiteWriter(StoreWriter):
         try:
             self._connection.close()
         finally:
+            if self._held is not None:
+                holders.release(self._held, self)
             os.close(fd)  # releases the session's lock
 
 
@@ -220,8 +225,14 @@ class SQLiteStore(SQLStore):
 
     def _connect(self) -> sqlite3.Connection:
         try:
+            # Any thread may use it, one at a time: a writer is made on one
+            # thread and used on another (asyncio's writer thread, a tool
+            # thread), and reading connections are lent to any thread.
             connection = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
             )
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -278,11 +289,30 @@ class SQLiteStore(SQLStore):
                 return fd
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise SessionLockedError(
-                        f"session {session_id!r} in {self.url} is being written by another process"
-                    ) from None
+                    try:
+                        raise self._locked(fd, session_id) from None
+                    finally:
+                        os.close(fd)
                 time.sleep(0.005)
+
+    def _locked(self, fd: int, session_id: str) -> SessionLockedError:
+        """The refusal of a writer: this process's own (and where it was
+        opened), or another process's."""
+        here, site = holders.held_here(holders.file_key(fd))
+        pid = lock_pid(fd)
+        if here or pid == os.getpid():
+            return holders.held_here_error(session_id, self.url, site)
+        holder = f"process {pid}" if pid else "another process"
+        return SessionLockedError(
+            f"session {session_id!r} in {self.url} is being written by {holder}", pid=pid
+        )
+
+    @staticmethod
+    def _hold(writer: _SQLiteWriter, fd: int, site: str | None) -> _SQLiteWriter:
+        """Record the writer as this process's holder of the session's lock."""
+        writer._held = holders.file_key(fd)
+        holders.hold(writer._held, writer, site)
+        return writer
 
     def lock_holder(self, session_id: str) -> Holder | None:
         fd = self._lock_file(session_id)
@@ -290,7 +320,7 @@ class SQLiteStore(SQLStore):
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
-                return Holder(detail=f"lock file in {self._locks_dir}")
+                return Holder(pid=lock_pid(fd), detail=f"lock file in {self._locks_dir}")
             fcntl.flock(fd, fcntl.LOCK_UN)
             return None
         finally:
@@ -302,6 +332,7 @@ class SQLiteStore(SQLStore):
         if header.seq != 0 or not isinstance(header.data, ev.Session):
             raise UsageError("a session is created from its 'session' header at seq 0")
         session_id = validate_session_id(header.data.session_id)
+        site = holders.caller_site()
         lock_fd = self._take_lock(session_id)
         try:
             writer = _SQLiteWriter(self, session_id, lock_fd, 0)
@@ -334,7 +365,7 @@ class SQLiteStore(SQLStore):
             raise
         writer._next_seq = 1
         writer._synchronous = "FULL"
-        return writer
+        return self._hold(writer, lock_fd, site)
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         if check not in ("full", "tail"):
@@ -342,6 +373,7 @@ class SQLiteStore(SQLStore):
         validate_session_id(session_id)
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        site = None if force else holders.caller_site()
         # `force` writes beside a stuck holder: the lock file is opened, not taken.
         lock_fd = self._lock_file(session_id) if force else self._take_lock(session_id)
         try:
@@ -353,7 +385,8 @@ class SQLiteStore(SQLStore):
                 tail = self.read_tail(session_id)
             writer = _SQLiteWriter(self, session_id, lock_fd, self._next_seq(session_id))
             writer._tail = tail
-            return writer
+            # A forced writer holds no lock: nothing to record.
+            return writer if force else self._hold(writer, lock_fd, site)
         except BaseException:
             os.close(lock_fd)
             raise
@@ -368,15 +401,22 @@ class SQLiteStore(SQLStore):
 
     def _rows(self, session_id: str, *, descending: bool = False) -> Iterator[tuple[int, object]]:
         order = "DESC" if descending else "ASC"
-        try:
-            cursor = self._reader.execute(
-                f"SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq {order}",
-                (validate_session_id(session_id),),
-            )
-            while batch := cursor.fetchmany(1024):
-                yield from batch
-        except sqlite3.Error as exc:
-            raise _translate(exc, "read", self.url) from exc
+        validate_session_id(session_id)
+        with self._reading() as connection:
+            try:
+                cursor = connection.execute(
+                    f"SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq {order}",
+                    (session_id,),
+                )
+                try:
+                    while batch := cursor.fetchmany(1024):
+                        yield from batch
+                finally:
+                    # An unfinished statement holds its read snapshot: a stream
+                    # left early must not hand a stale view to the next reader.
+                    cursor.close()
+            except sqlite3.Error as exc:
+                raise _translate(exc, "read", self.url) from exc
 
     def iter_events(self, session_id: str) -> Iterator[Event]:
         if not self.exists(session_id):
