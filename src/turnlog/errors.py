@@ -141,9 +141,18 @@ class SessionLockedError(TurnlogError):
         "another process is writing this session; wait for it to finish, or stop it if it is stuck"
     )
 
-    def __init__(self, message: str, *, pid: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, pid: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
         self.pid = pid
+
+
+class SessionHeldHereError(SessionLockedError):
+    """A second handle on a session whose writer this very process holds."""
+
+    hint = (
+        "close that handle first or share it: one Log is safe to use from many threads "
+        "and asyncio tasks"
+    )
 
 
 class SessionInterruptedError(TurnlogError):

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 
 from turnlog import events as ev
+from turnlog import selfcheck
 from turnlog.events import Event, Idempotency, Origin, Risk, TurnEndReason
 from turnlog.fold import CallSighting, Fold, Message, OpenTurn
 from turnlog.verdict import Verdict, classify, decide
@@ -200,7 +201,14 @@ def plan(events: Iterable[Event]) -> Plan:
     """
     folder = Fold(events)
     repairs = plan_verdict(decide(folder))
-    return Plan(events=repairs.events, warnings=folder.warnings)
+    warnings = folder.warnings
+    if selfcheck.enabled() and repairs.events:
+        owed = [call.call_id for call in folder.state.owed_calls]
+        before = selfcheck.violations_of(folder.state.messages)
+        folder.extend(repairs.events)
+        after = selfcheck.violations_of(folder.state.messages)
+        selfcheck.check_recovery(before, after, owed, "a planned log")
+    return Plan(events=repairs.events, warnings=warnings)
 
 
 def unwind_events(

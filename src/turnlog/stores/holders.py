@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import Final
 
-from turnlog.errors import SessionLockedError
+from turnlog.errors import SessionHeldHereError
 
 # turnlog's own modules, whose frames are never "where the writer was opened",
 # except its public test suite, whose calls are a user's.
@@ -57,15 +57,6 @@ def caller_site() -> str | None:
             return f"{shown}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return OPENED_AT.get()
-
-
-class SessionHeldHereError(SessionLockedError):
-    """A second handle on a session whose writer this very process holds."""
-
-    hint = (
-        "close that handle first or share it: one Log is safe to use from many threads "
-        "and asyncio tasks"
-    )
 
 
 # Keyed by what identifies the lock itself (a lock file's device and inode, a
