@@ -179,6 +179,29 @@ def test_show_marks_synthetic_events(sessions: Path) -> None:
     assert document["events"][0]["type"] == "session"
 
 
+def test_show_marks_an_orphaned_settlement(tmp_path: Path) -> None:
+    # A hand-made log whose compaction swallowed the request of a call in flight.
+    path = tmp_path / "swallowed.jsonl"
+    write_session(
+        path,
+        [
+            ev.UserMessage(content="go"),
+            ev.TurnStart(turn=1),
+            ev.AssistantMessage(tool_calls=[ev.ToolCall(id="c1", name="pay")]),
+            ev.ToolDispatch(call_id="c1", name="pay"),
+            ev.Compaction(through_seq=3, summary="paying"),
+        ],
+    )
+    assert run("recover", str(path))[0] == 0
+    code, out, _ = run("show", str(path))
+    assert code == 0 and "orphaned" in out
+    code, document = as_json("show", str(path))
+    (settled,) = [e for e in document["events"] if e["type"] == "tool_result"]
+    assert settled["data"]["orphaned"] is True and settled["origin"] == "recovery"
+    code, document = as_json("export", str(path), "--to", "anthropic", "--validate")
+    assert code == 0 and document["violations"] == []
+
+
 def test_ls(sessions: Path) -> None:
     code, document = as_json("ls", "--store", str(sessions))
     assert code == 0

@@ -131,6 +131,8 @@ def _event_line(event: Event) -> Text:
         line.append(f"{data.name}({data.call_id}) ")
         if data.risk:
             line.append(f"{data.risk} {data.rule or ''} ", style=RISK_STYLE.get(data.risk, "red"))
+        if data.orphaned:
+            line.append("[orphaned: not in the transcript] ", style="magenta")
         elif data.is_error:
             line.append("error ", style="red")
         line.append(shorten(content_text(data.content), 56), style="dim")
