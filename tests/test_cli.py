@@ -202,6 +202,20 @@ def test_show_marks_an_orphaned_settlement(tmp_path: Path) -> None:
     assert code == 0 and document["violations"] == []
 
 
+def test_piped_output_never_folds_a_cell(tmp_path: Path) -> None:
+    # Ids and timestamps stay whole on one line when a program reads the output.
+    session_id = "a-session-id-longer-than-an-eighty-column-terminal-" + "0123456789" * 4
+    with turnlog.open(tmp_path, session_id) as log:
+        log.user("hi")
+    for command in (
+        ["ls", "--store", str(tmp_path)],
+        ["inspect", session_id, "--store", str(tmp_path)],
+    ):
+        code, out, _ = run(*command)
+        assert code == 0
+        assert any(session_id in line for line in out.splitlines()), out
+
+
 def test_ls(sessions: Path) -> None:
     code, document = as_json("ls", "--store", str(sessions))
     assert code == 0

@@ -46,11 +46,19 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_PIPED_WIDTH: Final = 100_000
+
+
 def _console() -> Console:
     # Imported on use: a --json call never pays for the terminal renderer.
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        # Piped output is read by programs and pasted whole: a table cell is
+        # never folded to fit an 80-column terminal that is not there.
+        console.width = _PIPED_WIDTH
+    return console
 
 
 def _exit_code(error: TurnlogError) -> int:
