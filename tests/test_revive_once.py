@@ -1,0 +1,112 @@
+"""Reviving twice tells the model once: a session already revived and not run on is left alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import turnlog
+from builders import crashed_session, put
+from conftest import make_store
+from entry_point import cli
+from turnlog import events as ev
+from turnlog.fold import fold
+from turnlog.providers import PROVIDERS, render, validate
+from turnlog.stores import Store
+from turnlog.stores.jsonl import JSONLStore
+
+KINDS = ["jsonl", "sqlite", "postgres"]
+
+
+def store_url(store: Store) -> str:
+    return f"jsonl:{store.url}" if isinstance(store, JSONLStore) else store.url
+
+
+def marks(store: Store, session_id: str) -> tuple[int, int]:
+    """(run_revived events, revival notices) in the whole log."""
+    events = store.read(session_id)
+    return (
+        sum(1 for e in events if isinstance(e.data, ev.RunRevived)),
+        sum(1 for e in events if isinstance(e.data, ev.UserMessage) and e.data.injected),
+    )
+
+
+def assert_exports_valid(store: Store, session_id: str) -> None:
+    messages = fold(store.read(session_id)).messages
+    for provider in PROVIDERS:
+        assert validate(provider, render(provider, messages)) == [], (session_id, provider)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_revive_twice_tells_once_and_spends_one_revival(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    store = make_store(kind, tmp_path, request)
+    put(store, crashed_session("s1"))
+    with turnlog.open(store, "s1") as log:
+        first = turnlog.revive(log)
+        assert (first.revived, first.reason, first.revival) == (True, "revived", 1)
+        # Recovery's four events, then the marker and the notice.
+        assert [e.type for e in first.appended] == [
+            "tool_result",
+            "tool_result",
+            "step_end",
+            "turn_end",
+            "run_revived",
+            "user_message",
+        ]
+        before = log.next_seq
+        second = turnlog.revive(log)
+        assert (second.revived, second.reason, second.revival) == (True, "already_revived", 1)
+        assert second.appended == () and log.next_seq == before
+        # Still what a loop needs to carry on.
+        assert second.messages[-1].injected == "revival"
+    assert marks(store, "s1") == (1, 1)
+    # Another process, the same answer; `inspect` agrees.
+    found = turnlog.inspect(store, "s1")
+    assert (found.status, found.revivable, found.reason, found.revivals) == (
+        "idle",
+        True,
+        "already_revived",
+        1,
+    )
+    for _ in range(2):
+        code, out, err = cli("revive", "s1", "--store", store_url(store), "--json")
+        assert code == 0, err
+        done = json.loads(out)
+        assert (done["revived"], done["reason"], done["revival"]) == (True, "already_revived", 1)
+        assert done["appended"] == []
+    code, out, _ = cli("revive", "s1", "--store", store_url(store))
+    assert code == 0 and "already revived" in out
+    assert marks(store, "s1") == (1, 1)
+    assert_exports_valid(store, "s1")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_run_on_after_the_notice_is_revived_anew(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    store = make_store(kind, tmp_path, request)
+    put(store, crashed_session("s1"))
+    with turnlog.open(store, "s1") as log:
+        assert turnlog.revive(log).reason == "revived"
+        log.append(log.next_turn_start())  # the loop started its turn, then crashed
+        again = turnlog.revive(log)
+        assert (again.reason, again.revival) == ("revived", 2)
+        assert turnlog.revive(log).reason == "already_revived"
+    assert marks(store, "s1") == (2, 2)
+    assert_exports_valid(store, "s1")
+
+
+def test_already_revived_is_not_held_to_the_cap_but_revival_off_is_off(tmp_path: Path) -> None:
+    put(JSONLStore(tmp_path), crashed_session("s1"))
+    with turnlog.open(tmp_path, "s1") as log:
+        assert turnlog.revive(log, max_revivals=1).revival == 1
+        # The one revival allowed was granted and never run: carry it on.
+        told = turnlog.revive(log, max_revivals=1)
+        assert (told.revived, told.reason) == (True, "already_revived")
+        off = turnlog.revive(log, max_revivals=0)
+        assert (off.revived, off.reason) == (False, "revival_disabled")
+    assert marks(JSONLStore(tmp_path), "s1") == (1, 1)
