@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ from turnlog.stores import SQLiteStore, Store
 from turnlog.stores.jsonl import JSONLStore
 
 SWEEPERS = 4
+# What a sweeper says of a session another sweeper got to first.
+LOST_RACE = (
+    "running",
+    "locked: ",
+    "already recovered by another sweeper",
+    "already revived by another sweeper",
+)
 
 
 def store_url(store: Store) -> str:
@@ -84,9 +92,15 @@ def test_racing_sweepers_revive_each_crashed_session_once(
     assert twice == {}, f"{len(twice)} of {sessions} sessions revived other than once: {twice}"
     assert sorted(revived) == ids
     # The sweepers that lost a race say why they skipped: none of it is an error.
+    skipped: Counter[str] = Counter()
     for report in reports:
         for item in report:
             assert item["action"] in ("revived", "skipped"), item
+            if item["action"] == "skipped":
+                reason = str(item["reason"])
+                assert reason.startswith(LOST_RACE), item
+                skipped[reason.split(" (")[0].split(":")[0]] += 1
+    print(f"{kind}: {sessions} sessions, {SWEEPERS} sweepers, skips {dict(skipped)}")
     for session_id in ids:
         found = turnlog.inspect(store, session_id)
         assert (found.status, found.revivals) == ("idle", 1)
