@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,38 @@ def test_already_revived_is_not_held_to_the_cap_but_revival_off_is_off(tmp_path:
         off = turnlog.revive(log, max_revivals=0)
         assert (off.revived, off.reason) == (False, "revival_disabled")
     assert marks(JSONLStore(tmp_path), "s1") == (1, 1)
+
+
+PROGRAM = str(Path(__file__).with_name("agent_program.py"))
+
+
+def program(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, PROGRAM, *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_tree_revived_by_a_supervisor_that_died_before_running_it_runs_once_told(
+    tmp_path: Path, mode: str
+) -> None:
+    store, side = tmp_path / "s", str(tmp_path / "side")
+    assert program("run", str(store), side, "nested", "-", mode).returncode == -9
+    manager = "root.agents/manager-call_1_0"
+    worker = f"{manager}.agents/worker-call_1_0"
+    # A supervisor revives the tree, then dies before running it; so does the next.
+    for _ in range(2):
+        code, out, err = cli("revive", "root", "--store", str(store), "--tree", "--json")
+        assert code == 0, err
+    assert [n["reason"] for n in json.loads(out)["sessions"]] == ["already_revived"] * 3
+    # The third runs it: each session carries on from its one notice.
+    done = program("revive", str(store), side, "nested", mode)
+    assert done.returncode == 0, done.stderr
+    out_tree = json.loads(done.stdout)
+    assert set(out_tree["_outcomes"].values()) == {"already revived, not yet run on"}
+    assert out_tree[manager].startswith("manager done [worker did deep")
+    jsonl = JSONLStore(store)
+    for session_id in ("root", manager, worker):
+        assert turnlog.inspect(store, session_id).status == "finished"
+        assert marks(jsonl, session_id) == (1, 1)
+        assert_exports_valid(jsonl, session_id)
