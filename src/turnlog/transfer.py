@@ -147,8 +147,8 @@ def sweep(
                     session_id,
                     now=now,
                     older_than_s=older_than_s,
-                    revive=revive and parent_session_id(session_id) is None,
-                    revive_asked=revive,
+                    revive=revive,
+                    subagent=parent_session_id(session_id) is not None,
                     cap=cap,
                 )
             )
@@ -180,7 +180,7 @@ def _sweep_locked(
     now: dt.datetime,
     older_than_s: float,
     revive: bool,
-    revive_asked: bool,
+    subagent: bool,
     cap: int,
 ) -> Swept:
     """Decide and repair one session under its writer lock.
@@ -204,7 +204,7 @@ def _sweep_locked(
         young = _too_young(found.last_ts, now, older_than_s)
         if young is not None:
             return Swept(session_id=session_id, action="skipped", reason=young)
-        if revive:
+        if revive and not subagent:
             revived = revive_log(log, max_revivals=cap)
             if revived.reason == "revived":
                 return Swept(
@@ -228,7 +228,7 @@ def _sweep_locked(
         appended = len(repairs.events)
         if not appended:
             reason = "already recovered by another sweeper"
-        elif revive_asked:
+        elif revive:
             # A subagent is only recovered: reviving it alone would run it
             # for a parent that no longer waits (see revive_tree).
             reason = "a subagent: recovered, not revived alone (revive its root's tree)"
