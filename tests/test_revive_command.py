@@ -113,3 +113,22 @@ def test_revive_json_has_the_documented_shape(
     assert sorted(again) == sorted(documented)
     assert (again["reason"], again["revival"], again["appended"]) == ("already_revived", 1, [])
     assert again["next"] == done["next"]
+
+
+def test_revive_reports_the_torn_tail_it_moved_aside(tmp_path: Path) -> None:
+    for as_json in (False, True):
+        store = JSONLStore(tmp_path / f"s{int(as_json)}")
+        crashed_payer(store, "s1")
+        path = Path(store.url) / "s1.jsonl"
+        with path.open("ab") as f:
+            f.write(b'{"seq":6,"type":"tool_resu')  # the crash cut this record short
+        code, out, err = cli("revive", str(path), *(["--json"] if as_json else []))
+        assert code == 0, err
+        if as_json:
+            torn = json.loads(out)["torn_tail"]
+            assert torn["size_bytes"] == 26 and Path(torn["sidecar"]).read_bytes().startswith(
+                b'{"seq":6'
+            )
+        else:
+            assert out.splitlines()[0].startswith("moved a torn tail of 26 bytes to ")
+            assert "s1: revived as agent payer (revival 1)" in out
