@@ -147,3 +147,26 @@ def test_a_tree_revived_by_a_supervisor_that_died_before_running_it_runs_once_to
         assert turnlog.inspect(store, session_id).status == "finished"
         assert marks(jsonl, session_id) == (1, 1)
         assert_exports_valid(jsonl, session_id)
+
+
+def test_the_documented_supervisor_carries_on_what_a_dead_one_revived(tmp_path: Path) -> None:
+    """docs/revival.md's supervisor, after another one revived a run and died."""
+    import re
+
+    from turnlog.loop import AgentSpec, Reply
+
+    revival_doc = Path(__file__).parent.parent / "docs" / "revival.md"
+    blocks = re.findall(r"```python\n(.*?)```", revival_doc.read_text(), re.S)
+    namespace: dict[str, object] = {}
+    exec(next(b for b in blocks if "def revive_crashed" in b), namespace)
+    with turnlog.open(tmp_path, "crashed", agent=turnlog.Agent(type="helper")) as log:
+        log.user("help")
+        log.append(turnlog.TurnStart(turn=1))
+    with turnlog.revive_tree(tmp_path, "crashed"):
+        pass  # the first supervisor dies here, before running it
+    agents = {"helper": AgentSpec(model=lambda messages: Reply(content="carried on"), tools={})}
+    done = namespace["revive_crashed"](str(tmp_path), agents)  # type: ignore[operator]
+    assert list(done) == ["crashed"]
+    assert turnlog.inspect(tmp_path, "crashed").status == "finished"
+    assert marks(JSONLStore(tmp_path), "crashed") == (1, 1)
+    assert_exports_valid(JSONLStore(tmp_path), "crashed")
