@@ -132,3 +132,37 @@ def test_revive_reports_the_torn_tail_it_moved_aside(tmp_path: Path) -> None:
         else:
             assert out.splitlines()[0].startswith("moved a torn tail of 26 bytes to ")
             assert "s1: revived as agent payer (revival 1)" in out
+
+
+def test_revive_tree_lists_the_answers_of_finished_children_it_appended(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = tmp_path / "s"
+    program = str(Path(__file__).with_name("agent_program.py"))
+    killed = subprocess.run(
+        [
+            sys.executable,
+            program,
+            "run",
+            str(store),
+            str(tmp_path / "side"),
+            "finished",
+            "-",
+            "async",
+        ],
+        capture_output=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9
+    code, out, err = cli("revive", "root", "--store", str(store), "--tree", "--json")
+    assert code == 0, err
+    root = next(n for n in json.loads(out)["sessions"] if n["session_id"] == "root")
+    assert [(e["type"], e["origin"]) for e in root["appended"]] == [
+        ("subagent_settled", "revival"),
+        ("tool_result", "revival"),
+        ("run_revived", "revival"),
+        ("user_message", "revival"),
+    ]
+    code, out, _ = cli("revive", "root", "--store", str(store), "--tree")
+    assert code == 0 and "root: already revived (revival 1)" in out

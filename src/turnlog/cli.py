@@ -386,10 +386,7 @@ def revive_command(
     if tree:
         with revive_tree(store, session_id, max_revivals=max_revivals) as revived_tree:
             nodes = [_revived_node(node) for node in revived_tree.nodes]
-            appended = [
-                node.revival.appended if node.revival is not None else ()
-                for node in revived_tree.nodes
-            ]
+            appended = [node.appended for node in revived_tree.nodes]
         revived_any = any(node["revived"] for node in nodes)
         if as_json:
             _emit_json({"session_id": session_id, "revived": revived_any, "sessions": nodes})
@@ -464,6 +461,8 @@ def _revival_fields(session_id: str, revival: Any) -> dict[str, Any]:
 def _revived_node(node: Any) -> dict[str, Any]:
     if node.revival is not None:
         fields = _revival_fields(node.session_id, node.revival)
+        # With the answers of finished children, written before the revival.
+        fields["appended"] = [ev.to_builtins(e) for e in node.appended]
     else:
         fields = {
             "session_id": node.session_id,

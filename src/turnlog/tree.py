@@ -90,6 +90,9 @@ class TreeNode:
         self.agent_type: str | None = agent.type if agent is not None else None
         self.revival: Revival | None = None
         self.answer: Content | None = None
+        # Every event revive_tree appended to this session, in order: the
+        # answers of finished children, then what `revive` appended.
+        self.appended: tuple[ev.Event, ...] = ()
         # The parent's wait this node answers, if the parent waits on it.
         self.wait: Wait | None = None
         # What revive_tree decided ("revive", "answer" or "leave"), then what
@@ -300,13 +303,14 @@ def _write(nodes: dict[str, TreeNode], node: TreeNode, max_revivals: int) -> Non
     log = node.log
     assert log is not None
     pending = []
+    answers: list[ev.Event] = []
     for wait in node.verdict.waits:
         child = nodes.get(wait_child(node.session_id, wait))
         if child is None or child.wait is not wait:
             continue
         if child.decision == "answer":
             assert child.answer is not None
-            log.append_many(
+            answers += log.append_many(
                 settled_events(wait, child.session_id, child.answer),
                 origin=Origin.REVIVAL.value,
                 sync=True,
@@ -314,4 +318,5 @@ def _write(nodes: dict[str, TreeNode], node: TreeNode, max_revivals: int) -> Non
         elif child.decision == "revive" and child.revived:
             pending.append(wait.call_id)
     node.revival = revive(log, max_revivals=max_revivals, pending=pending)
+    node.appended = (*answers, *node.revival.appended)
     node.outcome = _OUTCOMES.get(node.revival.reason, node.revival.reason)
