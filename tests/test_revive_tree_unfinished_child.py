@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 import turnlog
+from builders import assistant, call, number, put, step_start, turn_start
+from conftest import make_store
 from entry_point import cli
 from turnlog import events as ev
 from turnlog.fold import fold
@@ -106,3 +109,39 @@ def test_a_cut_child_someone_is_writing_still_refuses_the_tree(tmp_path: Path) -
     assert {p: p.read_bytes() for p in store.rglob("*.jsonl") if p != cut} == {
         p: b for p, b in before.items() if p != cut
     }
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
+def test_a_child_never_created_leaves_its_wait_to_recovery_on_every_store(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    """In a database a header is committed whole or not at all: a crash while
+    creating the child leaves no child session, which revives the same way."""
+    store = make_store(kind, tmp_path, request)
+    events = number(
+        [
+            ev.UserMessage(content="delegate"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("w1", "research", task="x")),
+            ev.ToolDispatch(call_id="w1", name="research", join="worker-w1"),
+        ]
+    )
+    header = ev.Session(session_id="root", agent=ev.Agent(id="boss", type="boss"))
+    put(store, [msgspec.structs.replace(events[0], data=header), *events[1:]])
+    url = f"jsonl:{store.url}" if isinstance(store, JSONLStore) else store.url
+    code, out, err = cli("revive", "root", "--store", url, "--tree", "--json")
+    assert code == 0, err
+    (root,) = json.loads(out)["sessions"]
+    assert (root["outcome"], root["pending"]) == ("revived", [])
+    first = root["appended"][0]
+    assert (first["type"], first["data"]["risk"], first["data"]["rule"]) == (
+        "tool_result",
+        "tool_outcome_unknown",
+        "R1",
+    )
+    code, out, err = cli("revive", "root", "--store", url, "--tree", "--json")
+    assert code == 0 and json.loads(out)["sessions"][0]["reason"] == "already_revived", err
+    messages = fold(store.read("root")).messages
+    for provider in PROVIDERS:
+        assert validate(provider, render(provider, messages)) == [], provider
