@@ -129,6 +129,7 @@ def test_revive_counts_from_the_log_and_stops_at_the_cap() -> None:
             assert outcome.messages[-1].injected == "revival"
             assert not turnlog.interrupted(store.read("r"))
     with turnlog.open(store, "r") as log:
+        log.append(log.next_turn_start())  # run on after the second revival, and crashed
         before = log.next_seq
         outcome = turnlog.revive(log, max_revivals=2)
         assert (outcome.revived, outcome.reason) == (False, "revival_cap")

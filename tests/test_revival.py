@@ -209,11 +209,19 @@ def test_child_past_its_cap_leaves_the_wait_to_recovery(tmp_path: Path) -> None:
         assert tree.node("root").revival.pending == ()  # type: ignore[union-attr]
     wait = results_of(store, "root")["call_1_1"]
     assert (wait.origin, wait.data.risk) == ("recovery", "tool_outcome_unknown")
+    # Revived again with nothing run between: told once is enough, even at the
+    # cap; nothing is written and no revival is spent.
     before = {p: p.read_bytes() for p in store.rglob("*.jsonl")}
+    with turnlog.revive_tree(store, "root", max_revivals=1) as tree:
+        assert tree.node("root").outcome == "already revived, not yet run on"
+        assert tree.node(child).outcome == "left alone"  # its parent no longer waits on it
+        assert [node.session_id for node in tree.revived] == ["root"]
+    assert {p: p.read_bytes() for p in store.rglob("*.jsonl")} == before
+    with turnlog.open(store, "root") as log:  # the root ran on and crashed again
+        log.append(log.next_turn_start())
     with turnlog.revive_tree(store, "root", max_revivals=1) as tree:
         assert tree.node("root").outcome == "revival_cap"
         assert tree.revived == []
-    assert {p: p.read_bytes() for p in store.rglob("*.jsonl")} == before
 
 
 # -- asyncio ---------------------------------------------------------------------------
@@ -413,12 +421,24 @@ def test_revive_command_tree_prints_what_to_run_next(tmp_path: Path) -> None:
         }
     ]
     assert done["sessions"][1]["agent_id"] == "manager-call_1_0"
-    # A second revival of the same tree now counts 2, and a live part refuses it.
+    # A live part refuses the tree whole.
     with turnlog.open(store, manager):
         code, _, err = cli("revive", "root", "--store", str(store), "--tree")
     assert code == 4 and "hint:" in err
+    # Revived alone now, the manager is not told again and spends no revival;
+    # its wait, no longer kept pending for a tree, is answered by recovery.
     code, out, _ = cli("revive", str(store / "root.agents" / "manager-call_1_0.jsonl"), "--json")
-    assert code == 0 and json.loads(out)["revival"] == 2
+    alone = json.loads(out)
+    assert code == 0 and (alone["reason"], alone["revival"]) == ("already_revived", 1)
+    assert [(e["type"], e["data"].get("risk")) for e in alone["appended"]] == [
+        ("tool_result", "tool_outcome_unknown"),
+        ("step_end", None),
+        ("turn_end", None),
+    ]
+    # Its export is valid (the root's is not yet: its wait on the manager is pending).
+    messages = fold(JSONLStore(store).read(manager)).messages
+    for provider in PROVIDERS:
+        assert validate(provider, render(provider, messages)) == [], provider
 
 
 def test_revive_command_on_a_finished_session_writes_nothing(tmp_path: Path) -> None:

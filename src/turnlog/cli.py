@@ -377,11 +377,14 @@ def revive_command(
 ) -> None:
     """Revive a crashed SESSION as itself: recover, mark the revival, tell the model.
 
-    Prints what the agent's loop must do next: which session to carry on, as
-    which agent, and (with --tree) which waits on subagents stay pending until
-    those subagents finish. Tool calls are never replayed. Exits 0 when
-    something was revived, 1 when there was nothing to revive (finished,
-    empty, past the cap), 4 while a live writer holds a session.
+    Prints what it appended (each synthetic result with its risk, the
+    run_revived marker, the notice) and what the agent's loop must do next:
+    which session to carry on, as which agent, and (with --tree) which waits
+    on subagents stay pending until those subagents finish. Tool calls are
+    never replayed. A session already revived and not run on since is not
+    told again (exit 0, nothing written). Exits 0 when the session is revived,
+    1 when there was nothing to revive (finished, empty, past the cap), 4
+    while a live writer holds a session.
     """
     from turnlog.log import open as open_log
     from turnlog.revival import revive
@@ -391,30 +394,59 @@ def revive_command(
     if tree:
         with revive_tree(store, session_id, max_revivals=max_revivals) as revived_tree:
             nodes = [_revived_node(node) for node in revived_tree.nodes]
+            appended = [node.appended for node in revived_tree.nodes]
         revived_any = any(node["revived"] for node in nodes)
         if as_json:
             _emit_json({"session_id": session_id, "revived": revived_any, "sessions": nodes})
         else:
             console = _console()
-            for node in nodes:
-                console.print(_describe_node(node))
+            for node, events in zip(nodes, appended, strict=True):
+                _print_node(console, node, events)
             if revived_any:
                 console.print(
                     "next: run the revived sessions in the order above (children first); "
-                    "each child's answer goes to its parent's pending wait under its call id"
+                    "each child's answer goes to its parent's pending wait under its call id "
+                    "(turnlog.revive_tree, then turnlog.continue_tree)"
                 )
         if not revived_any:
             _not_revived(nodes[0] if nodes else {}, as_json=as_json)
         return
     with open_log(store, session_id, create=False) as log:
+        torn = log.torn_tail
         revival = revive(log, max_revivals=max_revivals)
-        node = _revival_fields(session_id, revival)
+    node = _revival_fields(session_id, revival)
+    node["torn_tail"] = _to_builtins(torn)
     if as_json:
         _emit_json(node)
     else:
-        _console().print(_describe_node(node))
+        console = _console()
+        if torn is not None:
+            console.print(f"moved a torn tail of {torn.size_bytes} bytes to {torn.sidecar}")
+        _print_node(console, node, revival.appended)
+        if node["next"]:
+            console.print(f"next: {node['next']}")
     if not revival.revived:
         _not_revived(node, as_json=as_json)
+
+
+def _next_step(session_id: str, revival: Any) -> str | None:
+    """What the agent's loop must do now, in words; None when nothing was revived."""
+    if not revival.revived:
+        return None
+    agent = revival.agent
+    who = f" as agent {agent.id}" if agent is not None and agent.id else ""
+    if revival.pending:
+        return (
+            f"run the subagents {', '.join(w.agent_id for w in revival.pending)} to their "
+            f"answers, write each to {session_id}'s pending wait under its call id, then "
+            f"resume {session_id}'s open turn{who} (turnlog.revive_tree and "
+            "turnlog.continue_tree do all of it)"
+        )
+    return (
+        f"run the agent's loop on {session_id}{who}: it carries on from the log as it is, "
+        "and the model reads the synthetic results and the notice (turnlog.continue_run, "
+        "or your own loop with log.messages); no tool call is replayed"
+    )
 
 
 def _revival_fields(session_id: str, revival: Any) -> dict[str, Any]:
@@ -426,8 +458,10 @@ def _revival_fields(session_id: str, revival: Any) -> dict[str, Any]:
         "revival": revival.revival,
         "agent_id": agent.id if agent is not None else None,
         "agent_type": agent.type if agent is not None else None,
-        "appended": len(revival.repairs.events) + 2 if revival.repairs is not None else 0,
+        "agent_label": agent.label if agent is not None else None,
+        "appended": [ev.to_builtins(e) for e in revival.appended],
         "pending": [_to_builtins(wait) for wait in revival.pending],
+        "next": _next_step(session_id, revival),
         "hint": revival.hint,
     }
 
@@ -435,6 +469,8 @@ def _revival_fields(session_id: str, revival: Any) -> dict[str, Any]:
 def _revived_node(node: Any) -> dict[str, Any]:
     if node.revival is not None:
         fields = _revival_fields(node.session_id, node.revival)
+        # With the answers of finished children, written before the revival.
+        fields["appended"] = [ev.to_builtins(e) for e in node.appended]
     else:
         fields = {
             "session_id": node.session_id,
@@ -443,8 +479,10 @@ def _revived_node(node: Any) -> dict[str, Any]:
             "revival": node.verdict.revivals,
             "agent_id": node.agent_id,
             "agent_type": node.agent_type,
-            "appended": 0,
+            "agent_label": None,
+            "appended": [],
             "pending": [],
+            "next": None,
             "hint": None,
         }
     fields["parent"] = node.parent_id
@@ -456,10 +494,27 @@ def _describe_node(node: dict[str, Any]) -> str:
     who = f" as agent {node['agent_id']}" if node.get("agent_id") else ""
     if not node["revived"]:
         return f"{node['session_id']}: not revived ({node.get('outcome') or node['reason']})"
-    line = f"{node['session_id']}: revived{who} (revival {node['revival']})"
+    if node["reason"] == "already_revived":
+        line = (
+            f"{node['session_id']}: already revived{who} (revival {node['revival']}) and not "
+            "run on since: not told again, no revival spent"
+        )
+    else:
+        line = f"{node['session_id']}: revived{who} (revival {node['revival']})"
     for wait in node["pending"]:
         line += f"\n  pending wait {wait['call_id']} on agent {wait['agent_id']}"
     return line
+
+
+def _print_node(console: Console, node: dict[str, Any], events: Sequence[ev.Event]) -> None:
+    """A node's outcome, then every event it appended, synthetic results with their risk."""
+    from turnlog.render import render_events
+
+    console.print(_describe_node(node))
+    if events:
+        render_events(console, events, title="appended")
+    elif node["revived"]:
+        console.print("appended: nothing")
 
 
 def _not_revived(node: dict[str, Any], *, as_json: bool) -> NoReturn:

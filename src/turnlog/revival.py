@@ -13,7 +13,7 @@ from turnlog.events import Origin
 from turnlog.fold import Message
 from turnlog.log import Log
 from turnlog.recovery import Plan
-from turnlog.triage import DEFAULT_MAX_REVIVALS, refusal
+from turnlog.triage import DEFAULT_MAX_REVIVALS, already_told, refusal
 from turnlog.verdict import Wait
 
 REVIVAL_NOTICE: Final = (
@@ -29,16 +29,22 @@ REVIVAL_NOTICE: Final = (
 class Revival(msgspec.Struct, frozen=True, kw_only=True):
     """What a loop needs to carry on as the same agent, or why it may not.
 
-    `pending` lists the waits on subagents left open for a tree revival to
-    answer; while it is not empty the turn stays open and the loop resumes it
-    (`run_turn(..., resume=True)`) once they are answered. `hint` says what to
-    run when the session was not revived but is still interrupted.
+    `revived` says the session is ready for its loop: this call revived it
+    (`reason` "revived"), or an earlier one did and nothing ran on it since
+    (`reason` "already_revived", nothing told again, the cap not spent).
+    `appended` is every event this call wrote, in order: the recovery results,
+    `step_end` and `turn_end` (also in `repairs`), then `run_revived` and the
+    notice. `pending` lists the waits on subagents left open for a tree
+    revival to answer; while it is not empty the turn stays open and the loop
+    resumes it (`run_turn(..., resume=True)`) once they are answered. `hint`
+    says what to run when the session was not revived but is still interrupted.
     """
 
     revived: bool
     reason: str
     revival: int
     repairs: Plan | None = None
+    appended: tuple[ev.Event, ...] = ()
     messages: tuple[Message, ...] = ()
     agent: ev.Agent | None = None
     session_id: str | None = None
@@ -65,13 +71,20 @@ def revive(
     replayed: the owed ones get their recovery results and the model decides.
     `pending` (used by `revive_tree`) names waits on subagents being revived:
     they stay open for the children's results.
+
+    A session already revived and not run on since (`triage.already_told`) is
+    not told again and spends no revival: the result says "already_revived".
+    Only calls it still owes that `pending` does not keep open (a tree
+    revival's waits, when the session is now revived alone) are answered, as
+    recovery answers them.
     """
     if max_revivals < 0:
         raise UsageError(f"max_revivals must be >= 0, not {max_revivals}")
     found = log.verdict()
     header = found.session
     agent = header.agent if header is not None else None
-    reason = refusal(found, max_revivals)
+    told = already_told(log.last_message(), found.open_turn)
+    reason = refusal(found, max_revivals, told=told)
     if reason is not None:
         hint = None
         if found.open_turn is not None and reason in ("revival_cap", "revival_disabled"):
@@ -92,8 +105,20 @@ def revive(
             hint="only a call whose dispatch joins a subagent can stay pending",
         )
     repairs = log.recover(pending=pending)
+    if told:
+        return Revival(
+            revived=True,
+            reason="already_revived",
+            revival=found.revivals,
+            repairs=repairs,
+            appended=repairs.events,
+            messages=log.messages,
+            agent=agent,
+            session_id=log.session_id,
+            pending=tuple(waits[call_id] for call_id in pending),
+        )
     number = found.revivals + 1
-    log.append_many(
+    marked = log.append_many(
         [
             ev.RunRevived(revival=number, agent_id=agent.id if agent else None),
             ev.UserMessage(content=REVIVAL_NOTICE.format(revival=number), injected="revival"),
@@ -106,6 +131,7 @@ def revive(
         reason="revived",
         revival=number,
         repairs=repairs,
+        appended=(*repairs.events, *marked),
         messages=log.messages,
         agent=agent,
         session_id=log.session_id,

@@ -112,13 +112,14 @@ def sweep(
     """Recover (and with `revive`, revive) every session with an open turn and
     no live writer whose last event is older than `older_than_s`.
 
-    Safe to run from many processes at once: each repair happens under the
-    session's writer lock and plans from what is on disk then, so a session
-    is repaired once; a sweeper that finds it locked or already closed skips it.
+    Safe to run from many processes at once. A first look at each session's
+    tail, without the lock, picks the candidates; each is then decided again
+    and repaired under its writer lock, from the tail the writer holds, so a
+    session is repaired and revived once. A sweeper that finds a session
+    locked (another sweeper, or its agent, holds it), already repaired or
+    already revived skips it and says why; none of that is an error.
     """
-    from turnlog.log import open as open_log
-    from turnlog.revival import revive as revive_log
-    from turnlog.triage import DEFAULT_MAX_REVIVALS, inspect, recover
+    from turnlog.triage import DEFAULT_MAX_REVIVALS, inspect
 
     cap = DEFAULT_MAX_REVIVALS if max_revivals is None else max_revivals
     now = dt.datetime.now(dt.UTC)
@@ -135,44 +136,103 @@ def sweep(
                     reason += f": {found.problems[0].message}"
                 out.append(Swept(session_id=session_id, action="skipped", reason=reason))
             continue
-        age = _age_s(found.last_activity, now)
-        if older_than_s and age is not None and age < older_than_s:
+        young = _too_young(found.last_activity, now, older_than_s)
+        if young is not None:
+            out.append(Swept(session_id=session_id, action="skipped", reason=young))
+            continue
+        try:
+            out.append(
+                _sweep_locked(
+                    store,
+                    session_id,
+                    now=now,
+                    older_than_s=older_than_s,
+                    revive=revive,
+                    subagent=parent_session_id(session_id) is not None,
+                    cap=cap,
+                )
+            )
+        except SessionLockedError as exc:
             out.append(
                 Swept(
                     session_id=session_id,
                     action="skipped",
-                    reason=f"last event {age:.0f} s ago, younger than {older_than_s:g} s",
+                    reason=f"locked: another sweeper or its agent holds it ({exc.message})",
                 )
             )
-            continue
-        try:
-            if revive and parent_session_id(session_id) is None:
-                with open_log(store, session_id, create=False) as log:
-                    revived = revive_log(log, max_revivals=cap)
-                    if revived.revived:
-                        appended = len(revived.repairs.events) if revived.repairs else 0
-                        action, reason = "revived", f"revival {revived.revival}"
-                        appended += 2  # the revival marker and the notice
-                    else:
-                        # Past the cap the run is not revived, but the crash
-                        # is still repaired.
-                        appended = len(log.recover().events)
-                        action = "recovered" if appended else "skipped"
-                        reason = revived.reason
-            else:
-                # A subagent is only recovered: reviving it alone would run
-                # it for a parent that no longer waits (see revive_tree).
-                repairs = recover(store, session_id).plan
-                appended = len(repairs.events)
-                action = "recovered" if appended else "skipped"
-                reason = "interrupted" if appended else "already recovered by another sweeper"
-                if revive and appended:
-                    reason = "a subagent: recovered, not revived alone (revive its root's tree)"
-        except SessionLockedError:
-            out.append(Swept(session_id=session_id, action="skipped", reason="running"))
-            continue
         except TurnlogError as exc:
             out.append(Swept(session_id=session_id, action="skipped", reason=exc.message))
-            continue
-        out.append(Swept(session_id=session_id, action=action, reason=reason, appended=appended))
     return out
+
+
+def _too_young(last_ts: str | None, now: dt.datetime, older_than_s: float) -> str | None:
+    """Why a session is left alone for being too recent, or None."""
+    age = _age_s(last_ts, now)
+    if older_than_s and age is not None and age < older_than_s:
+        return f"last event {age:.0f} s ago, younger than {older_than_s:g} s"
+    return None
+
+
+def _sweep_locked(
+    store: Store,
+    session_id: str,
+    *,
+    now: dt.datetime,
+    older_than_s: float,
+    revive: bool,
+    subagent: bool,
+    cap: int,
+) -> Swept:
+    """Decide and repair one session under its writer lock.
+
+    The look that picked the session was taken without the lock, so another
+    sweeper may have repaired or revived it since (or its agent came back):
+    what is decided here comes from the tail the writer read under the lock.
+    """
+    from turnlog.log import open as open_log
+    from turnlog.revival import revive as revive_log
+    from turnlog.triage import already_told
+
+    with open_log(store, session_id, create=False) as log:
+        found = log.verdict()
+        if found.open_turn is None:
+            if already_told(log.last_message(), None):
+                reason = "already revived by another sweeper, not yet run on"
+            else:
+                reason = "already recovered by another sweeper"
+            return Swept(session_id=session_id, action="skipped", reason=reason)
+        young = _too_young(found.last_ts, now, older_than_s)
+        if young is not None:
+            return Swept(session_id=session_id, action="skipped", reason=young)
+        if revive and not subagent:
+            revived = revive_log(log, max_revivals=cap)
+            if revived.reason == "revived":
+                return Swept(
+                    session_id=session_id,
+                    action="revived",
+                    reason=f"revival {revived.revival}",
+                    appended=len(revived.appended),
+                )
+            if revived.revived:
+                # Revived before and not run on since: told once is enough.
+                appended = len(revived.appended)
+                reason = "already revived, not yet run on"
+            else:
+                # Past the cap the run is not revived, but the crash is
+                # still repaired.
+                appended = len(log.recover().events)
+                reason = revived.reason
+            action = "recovered" if appended else "skipped"
+            return Swept(session_id=session_id, action=action, reason=reason, appended=appended)
+        repairs = log.recover()
+        appended = len(repairs.events)
+        if not appended:
+            reason = "already recovered by another sweeper"
+        elif revive:
+            # A subagent is only recovered: reviving it alone would run it
+            # for a parent that no longer waits (see revive_tree).
+            reason = "a subagent: recovered, not revived alone (revive its root's tree)"
+        else:
+            reason = "interrupted"
+        action = "recovered" if appended else "skipped"
+        return Swept(session_id=session_id, action=action, reason=reason, appended=appended)

@@ -7,18 +7,26 @@ from types import TracebackType
 from typing import Final
 
 from turnlog import events as ev
-from turnlog.errors import LimitExceededError, SessionLockedError, UsageError
+from turnlog.errors import (
+    LimitExceededError,
+    SessionLockedError,
+    UnfinishedSessionError,
+    UsageError,
+)
 from turnlog.events import Content, Origin
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.revival import Revival, revive
 from turnlog.stores import Store, child_session_id, open_store
-from turnlog.triage import DEFAULT_MAX_REVIVALS, refusal
+from turnlog.triage import DEFAULT_MAX_REVIVALS, already_told, refusal
 from turnlog.verdict import Verdict, Wait
 
 # A tree is opened whole (every session's writer lock is taken before anything
 # is written), so its size is bounded like everything else.
 MAX_TREE_SESSIONS: Final = 1_000
+
+# A revived node's outcome, in words, by the reason `revive` gave.
+_OUTCOMES: Final = {"revived": "revived", "already_revived": "already revived, not yet run on"}
 
 
 def descendants(store: Store, session_id: str) -> list[str]:
@@ -61,20 +69,30 @@ class TreeNode:
 
     `log` is open (holding the writer lock) while the node has work to do:
     it was revived and its loop must carry on. `answer` is a finished child's
-    final reply, which answered its parent's wait without running again.
+    final reply, which answered its parent's wait without running again. A
+    child whose creation a crash cut short (no complete header) has no `log`
+    and an empty verdict: it may not be revived, so recovery answers its wait.
     """
 
-    def __init__(self, session_id: str, parent_id: str | None, log: Log, found: Verdict) -> None:
+    def __init__(
+        self, session_id: str, parent_id: str | None, log: Log | None, found: Verdict
+    ) -> None:
         self.session_id = session_id
         self.parent_id = parent_id
         self.log: Log | None = log
         self.verdict = found
+        # Revived before and not run on since: revived again without a new
+        # notice or a revival spent (see `triage.already_told`).
+        self.told = log is not None and already_told(log.last_message(), found.open_turn)
         header = found.session
         agent = header.agent if header is not None else None
         self.agent_id: str | None = agent.id if agent is not None else None
         self.agent_type: str | None = agent.type if agent is not None else None
         self.revival: Revival | None = None
         self.answer: Content | None = None
+        # Every event revive_tree appended to this session, in order: the
+        # answers of finished children, then what `revive` appended.
+        self.appended: tuple[ev.Event, ...] = ()
         # The parent's wait this node answers, if the parent waits on it.
         self.wait: Wait | None = None
         # What revive_tree decided ("revive", "answer" or "leave"), then what
@@ -127,16 +145,43 @@ class RevivedTree:
         self.close()
 
 
-def _open_all(store: Store, ids: list[str]) -> list[Log]:
+# The verdict of a child session whose creation a crash cut short: no header,
+# nothing in it was ever acknowledged, so there is nothing to revive.
+_UNFINISHED: Final = Verdict(
+    session=None,
+    next_seq=0,
+    last_ts=None,
+    open_turn=None,
+    owed=(),
+    revivals=0,
+    empty=True,
+    finished=False,
+    needs_response=False,
+)
+
+
+def _open_all(store: Store, ids: list[str]) -> list[Log | None]:
     """Take every writer lock before deciding anything: a tree with a live part
-    is refused whole, with nothing written."""
-    logs: list[Log] = []
+    is refused whole, with nothing written.
+
+    A child with no complete header (the parent crashed while creating it)
+    gets no handle: its file is left as it is (`inspect` calls it empty), and
+    its parent's wait is left owed for recovery to answer as outcome unknown.
+    Its lock was still tried first, so a child someone is writing is live.
+    """
+    logs: list[Log | None] = []
     try:
         for session_id in ids:
-            logs.append(open_log(store, session_id, create=False))
+            try:
+                logs.append(open_log(store, session_id, create=False))
+            except UnfinishedSessionError:
+                if session_id == ids[0]:
+                    raise
+                logs.append(None)
     except SessionLockedError as exc:
         for log in logs:
-            log.close()
+            if log is not None:
+                log.close()
         raise SessionLockedError(
             f"session {session_id!r} of the tree is held by a live writer; the tree is "
             f"revived whole or not at all ({exc.message})",
@@ -144,7 +189,8 @@ def _open_all(store: Store, ids: list[str]) -> list[Log]:
         ) from exc
     except BaseException:
         for log in logs:
-            log.close()
+            if log is not None:
+                log.close()
         raise
     return logs
 
@@ -175,7 +221,9 @@ def revive_tree(
     logs = _open_all(store, ids)
     try:
         nodes = {
-            session_id: TreeNode(session_id, None, log, log.verdict())
+            session_id: TreeNode(
+                session_id, None, log, log.verdict() if log is not None else _UNFINISHED
+            )
             for session_id, log in zip(ids, logs, strict=True)
         }
         _decide(nodes, root, max_revivals)
@@ -184,7 +232,8 @@ def revive_tree(
             _write(nodes, node, max_revivals)
     except BaseException:
         for log in logs:
-            log.close()
+            if log is not None:
+                log.close()
         raise
     for node in nodes.values():
         if not node.revived and node.log is not None:
@@ -197,7 +246,7 @@ def _decide(nodes: dict[str, TreeNode], root: str, max_revivals: int) -> None:
     """Top-down: a node is revived when it may be and its parent, revived too,
     waits on it; a finished child answers instead; the rest is left alone."""
     top = nodes[root]
-    refused = refusal(top.verdict, max_revivals)
+    refused = refusal(top.verdict, max_revivals, told=top.told)
     if refused is None:
         top.decision = "revive"
     else:
@@ -213,7 +262,7 @@ def _decide(nodes: dict[str, TreeNode], root: str, max_revivals: int) -> None:
                 continue
             child.parent_id = node.session_id
             child.wait = wait
-            refused = refusal(child.verdict, max_revivals)
+            refused = refusal(child.verdict, max_revivals, told=child.told)
             if child.verdict.finished:
                 child.decision = "answer"
             elif refused is None:
@@ -254,13 +303,14 @@ def _write(nodes: dict[str, TreeNode], node: TreeNode, max_revivals: int) -> Non
     log = node.log
     assert log is not None
     pending = []
+    answers: list[ev.Event] = []
     for wait in node.verdict.waits:
         child = nodes.get(wait_child(node.session_id, wait))
         if child is None or child.wait is not wait:
             continue
         if child.decision == "answer":
             assert child.answer is not None
-            log.append_many(
+            answers += log.append_many(
                 settled_events(wait, child.session_id, child.answer),
                 origin=Origin.REVIVAL.value,
                 sync=True,
@@ -268,4 +318,5 @@ def _write(nodes: dict[str, TreeNode], node: TreeNode, max_revivals: int) -> Non
         elif child.decision == "revive" and child.revived:
             pending.append(wait.call_id)
     node.revival = revive(log, max_revivals=max_revivals, pending=pending)
-    node.outcome = "revived" if node.revival.revived else node.revival.reason
+    node.appended = (*answers, *node.revival.appended)
+    node.outcome = _OUTCOMES.get(node.revival.reason, node.revival.reason)

@@ -18,6 +18,7 @@ from turnlog.errors import (
     UnreadableRecordError,
     UsageError,
 )
+from turnlog.fold import Message, OpenTurn
 from turnlog.recovery import Plan, plan_verdict
 from turnlog.selfcheck import recovery_exports
 from turnlog.stores import Holder, Store, open_store
@@ -53,22 +54,52 @@ class Inspection(msgspec.Struct, frozen=True, kw_only=True):
     bytes_read: int = 0
 
 
-def refusal(found: Verdict, max_revivals: int) -> str | None:
+def already_told(last: Message | None, turn: OpenTurn | None) -> bool:
+    """True when the session was revived and has not been run on since.
+
+    That is: the newest message of the transcript is the revival notice (a
+    `user_message` with `injected: "revival"`), and no turn or step started
+    after it (no open turn, or one that, with its open step, began before the
+    notice: a tree revival keeps a parent's turn open for its children). Both
+    are exact from a tail fold (`Fold.last_message()`, `Fold.open_turn`). A
+    loop that runs on writes a `turn_start` (or, resuming a turn, a
+    `step_start`) before the model speaks, so a session it crashed again is
+    not mistaken for one still waiting; results answering the waits the
+    revival left pending come after the notice but are placed before it in
+    the transcript, so they do not count as running on.
+    """
+    if last is None or last.role != "user" or last.injected != "revival":
+        return False
+    if turn is None:
+        return True
+    if turn.seq > last.seq:
+        return False
+    return turn.open_step is None or turn.open_step.seq < last.seq
+
+
+def refusal(found: Verdict, max_revivals: int, *, told: bool = False) -> str | None:
     """Why a session may not be revived, or None: the one rule `inspect`,
-    `revive` and `revive_tree` share."""
+    `revive` and `revive_tree` share.
+
+    `told` (see `already_told`) lifts the cap: a session already revived and
+    not yet run on spends nothing more, it is only carried on.
+    """
     if found.empty:
         return "empty"
     if found.finished:
         return "finished"
     if max_revivals == 0:
         return "revival_disabled"
-    if found.revivals >= max_revivals:
+    if found.revivals >= max_revivals and not told:
         return "revival_cap"
     return None
 
 
-def status_of(found: Verdict, holder: Holder | None, max_revivals: int) -> tuple[str, bool, str]:
-    """(status, revivable, reason) of a verdict, given who holds the writer."""
+def status_of(
+    found: Verdict, holder: Holder | None, max_revivals: int, *, told: bool = False
+) -> tuple[str, bool, str]:
+    """(status, revivable, reason) of a verdict, given who holds the writer and
+    whether the session was already revived and not run on since (`told`)."""
     if holder is not None:
         return "running", False, "running"
     if found.open_turn is not None:
@@ -79,10 +110,10 @@ def status_of(found: Verdict, holder: Holder | None, max_revivals: int) -> tuple
         status = reason = "finished"
     else:
         status, reason = "idle", "needs_response"
-    refused = refusal(found, max_revivals)
+    refused = refusal(found, max_revivals, told=told)
     if refused is not None:
         return status, False, refused
-    return status, True, reason
+    return status, True, "already_revived" if told else reason
 
 
 def _without_state(
@@ -149,7 +180,8 @@ def inspect(
         )
     folder = tail.fold()
     found = decide(folder)
-    status, revivable, reason = status_of(found, holder, max_revivals)
+    told = already_told(folder.last_message(), folder.open_turn)
+    status, revivable, reason = status_of(found, holder, max_revivals, told=told)
     turn = found.open_turn
     return Inspection(
         session_id=found.session.session_id if found.session is not None else session_id,
