@@ -186,6 +186,7 @@ def _open_all(store: Store, ids: list[str]) -> list[Log | None]:
             f"session {session_id!r} of the tree is held by a live writer; the tree is "
             f"revived whole or not at all ({exc.message})",
             pid=exc.pid,
+            hint=exc.hint,
         ) from exc
     except BaseException:
         for log in logs:
