@@ -3,10 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Test workers: one per core (pytest-xdist); `make test JOBS=0` runs in one process.
+JOBS ?= auto
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit quick bench clean
 
 $(STAMP): pyproject.toml
+	@echo "Setting up $(VENV): turnlog with its runtime dependencies (msgspec, click, rich)"
+	@echo "and, for the tests, pytest, hypothesis, ruff, mypy, the provider SDKs and the agent"
+	@echo "frameworks it integrates with. The first time this takes a minute or two."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet -e . --group dev
@@ -23,9 +28,15 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(JOBS)
 
 test: lint typecheck unit
+
+# The inner loop while developing: lint, then the tests that failed last
+# time first, stopping at the first failure; no type check.
+quick: $(STAMP)
+	$(BIN)/ruff check $(wildcard src tests bench)
+	$(BIN)/pytest -n $(JOBS) -x --ff
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --group bench

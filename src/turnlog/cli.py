@@ -49,12 +49,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PIPED_WIDTH: Final = 100_000
 
 
-def _console() -> Console:
+def _console(*, unfolded_when_piped: bool = True) -> Console:
     # Imported on use: a --json call never pays for the terminal renderer.
     from rich.console import Console
 
     console = Console(highlight=False, soft_wrap=True)
-    if not console.is_terminal:
+    if unfolded_when_piped and not console.is_terminal:
         # Piped output is read by programs and pasted whole: a table cell is
         # never folded to fit an 80-column terminal that is not there.
         console.width = _PIPED_WIDTH
@@ -981,4 +981,5 @@ def demo_command(directory: str) -> None:
     """Crash a scripted agent mid-tool-call, then inspect, plan, recover and revive it."""
     from turnlog.demo import run_demo
 
-    run_demo(_console(), directory)
+    # The demo draws rules across the width: piped, it keeps a terminal's.
+    run_demo(_console(unfolded_when_piped=False), directory)
