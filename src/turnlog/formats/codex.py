@@ -89,7 +89,10 @@ def read_codex(path: str) -> Transcript:
 
 def from_parsed(parsed: Parsed, path: str) -> Transcript:
     """The transcript of parsed lines: a whole file, or only its tail (a scan)."""
-    lines, variant = _envelopes([r.data for r in parsed.records])
+    # Codex parses each line whole and skips one it cannot: nothing salvaged
+    # from a damaged line is part of the conversation it loads.
+    damaged = sum(1 for r in parsed.records if r.damaged)
+    lines, variant = _envelopes([r.data for r in parsed.records if not r.damaged])
     found_meta = next((p for t, _, p in lines if t == "session_meta"), None)
     meta: dict[str, Any] = found_meta if isinstance(found_meta, dict) else {}
     session_id = str(meta.get("id") or os.path.basename(path).removesuffix(".jsonl"))
@@ -109,12 +112,21 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
     pending_calls: list[ToolCall] = []
     recorded: dict[str, tuple[str, str]] = {}
     ts: str | None = first_ts
+    # The newest model item was a reasoning item (what a reasoning item
+    # belongs to is the item right after it).
+    last_was_reasoning = False
+    # The tool closed the newest turn itself (task_complete, turn_aborted).
+    closed_by_tool = False
+    aborted = False
 
     def flush() -> None:
-        nonlocal pending_parts, pending_calls
+        nonlocal pending_parts, pending_calls, last_was_reasoning
         if pending_parts or pending_calls:
             build.assistant(pending_parts, pending_calls, ts)
+            for call in pending_calls:
+                calls[call.id].turn = build.turn_number
         pending_parts, pending_calls = [], []
+        last_was_reasoning = False
 
     def settle_recorded() -> None:
         # Outputs known only from `*_end` events, for calls the turn still owes.
@@ -136,8 +148,17 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
             elif item in _MODEL_ITEMS:
                 if item == "reasoning":
                     pending_parts.append(payload)
-                elif item == "web_search_call":
+                    last_was_reasoning = True
+                    continue
+                if item == "web_search_call":
+                    # A search the server ran; turnlog's transcript has no
+                    # such item, so it is not imported, and neither is the
+                    # reasoning item it followed (a reasoning item is only
+                    # valid with the item it led to).
                     build.counted["web_search_call item (no output item)"] += 1
+                    if last_was_reasoning and pending_parts:
+                        pending_parts.pop()
+                        build.counted["reasoning item before a web_search_call"] += 1
                 else:
                     call_id = str(payload.get("call_id") or payload.get("id"))
                     name = str(
@@ -158,6 +179,7 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
                         ToolCall(id=call_id, name=name, arguments=arguments, extra=extra)
                     )
                     calls[call_id] = Call(call_id=call_id, name=name, kind=_CALL_KINDS[item])
+                last_was_reasoning = False
             elif item in _OUTPUTS:
                 flush()
                 call_id = str(payload.get("call_id"))
@@ -171,6 +193,7 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
                 flush()
                 text = text_of(payload.get("content"))
                 if role in ("user",) and not text.lstrip().startswith("<"):
+                    closed_by_tool = aborted = False
                     build.prompt(text, ts)
                 elif role in ("system", "developer"):
                     build.counted[f"{role} message"] += 1
@@ -185,18 +208,24 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
             event = str(payload.get("type"))
             call_id = str(payload.get("call_id"))
             if event in _BEGINS and call_id in calls:
+                # Proves this call started; says nothing about its siblings.
+                calls[call_id].started = True
                 build.dispatch(calls[call_id], ts)
             elif event in _ENDS and call_id in calls:
+                calls[call_id].started = True
                 build.dispatch(calls[call_id], ts)
                 recorded[call_id] = (event, _finished_output(payload))
             elif event == "task_started":
+                closed_by_tool = aborted = False
                 if not build.turn_open:
                     build.start_turn(ts)
             elif event == "task_complete":
                 settle_recorded()
-                build.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
+                closed_by_tool = True
+                build.end_turn_if_settled(ev.TurnEndReason.COMPLETE.value, ts)
             elif event == "turn_aborted":
-                build.end_turn(ev.TurnEndReason.CANCELLED.value, ts)
+                closed_by_tool = aborted = True
+                build.end_turn_if_settled(ev.TurnEndReason.CANCELLED.value, ts)
             else:
                 build.counted[f"{event} event"] += 1
         elif kind == "compacted" and isinstance(payload, dict):
@@ -221,6 +250,16 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
     flush()
     settle_recorded()
     events = build.finish(ts)
+    if damaged:
+        build.counted["record on a damaged line (Codex skips the line)"] += damaged
+    # What a repair answers: the newest turn's calls with no output, unless
+    # Codex closed that turn itself. An older turn's orphan (a new prompt came
+    # after it) Codex answers "aborted" on its own at request time.
+    open_calls = (
+        []
+        if closed_by_tool
+        else [c.call_id for c in calls.values() if c.turn == build.turn_number and not c.answered]
+    )
     return Transcript(
         kind=CODEX,
         session_id=session_id,
@@ -230,4 +269,6 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
         torn=parsed.torn,
         counted=dict(build.counted),
         variant=variant,
+        open_calls=open_calls,
+        stopped_by_user=aborted,
     )
