@@ -115,7 +115,11 @@ def test_an_orphan_followed_by_a_new_prompt_is_repaired_on_the_loaded_chain(
 
 def test_an_imported_turn_closed_by_a_new_prompt_is_not_complete(tmp_path: Path) -> None:
     path, _ = crashed_then_continue(tmp_path)
-    events = read_transcript(str(path), "claude-code").events
+    transcript = read_transcript(str(path), "claude-code")
+    events = transcript.events
+    # The 400 Claude Code noted is not the model's words.
+    assert transcript.counted["API error line (not model output)"] == 1
+    assert "API Error" not in str([m.content for m in fold(events).messages])
     asked = next(
         e.seq for e in events if any(c.id == "toolu_02" for c in getattr(e.data, "tool_calls", ()))
     )

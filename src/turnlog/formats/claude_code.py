@@ -51,6 +51,10 @@ def _dedupe(parsed: Parsed) -> tuple[list[dict[str, Any]], int, int]:
     return out, duplicates, damaged
 
 
+def _model(message: Any) -> Any:
+    return message.get("model") if isinstance(message, dict) else None
+
+
 def _has_results(record: dict[str, Any]) -> bool:
     return any(b.get("type") == "tool_result" for b in _blocks(record.get("message")))
 
@@ -218,6 +222,11 @@ def _convert(
         message = record.get("message")
         if kind == "assistant":
             message_id = message.get("id") if isinstance(message, dict) else None
+            if record.get("isApiErrorMessage") and _model(message) == SYNTHETIC_MODEL:
+                # Claude Code's note of a failed request ("API Error: 400 ..."):
+                # not the model's words, and not sent back to it.
+                build.counted["API error line (not model output)"] += 1
+                continue
             if message_id in emitted:
                 continue
             blocks = (
@@ -250,8 +259,7 @@ def _convert(
                         asked_by=line_uuid if isinstance(line_uuid, str) else None,
                     )
             build.assistant(parts, asked, ts)
-            model = message.get("model") if isinstance(message, dict) else None
-            if model != SYNTHETIC_MODEL:
+            if _model(message) != SYNTHETIC_MODEL:
                 replies.append([request.id for request in asked])
                 stopped_after_reply = False
             for request in asked:
