@@ -488,3 +488,14 @@ def test_import_file_keeps_a_child_already_imported(tmp_path: Path) -> None:
     again = import_file(store, str(tmp_path / "proj" / "agent-feed01.jsonl"))
     assert again.status == "already imported with its parent"
     shutil.rmtree(tmp_path / "proj")
+
+
+def test_a_codex_id_that_is_no_name_is_reported(tmp_path: Path) -> None:
+    cx = Codex()
+    cx.lines[0] = cx.lines[0].replace(b'"id":"', b'"id":"../\\u0000')
+    cx.user("deploy")
+    cx.call("call_1")
+    path = age(write(tmp_path, "rollout-2026-05-02T08-30-00-n.jsonl", cx.data()))
+    found = diagnose(str(path), "codex")
+    assert found.session_id == "rollout-2026-05-02T08-30-00-n"
+    assert any("session id" in p.message for p in found.problems)

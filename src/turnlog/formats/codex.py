@@ -7,10 +7,13 @@ import os
 from typing import Any, Final
 
 from turnlog import events as ev
+from turnlog.damage import Problem
+from turnlog.errors import InvalidSessionIdError
 from turnlog.events import ToolCall
 from turnlog.formats.foreign import Parsed, parse, read_file
 from turnlog.formats.sniff import CODEX
 from turnlog.formats.transcript import Builder, Call, Transcript, text_of
+from turnlog.stores.base import validate_session_id
 
 # Items the model writes; consecutive ones form one assistant message.
 _MODEL_ITEMS: Final = frozenset(
@@ -82,6 +85,20 @@ def _finished_output(payload: dict[str, Any]) -> str:
     return f"{prefix}Output:\n{text}" if text else prefix.rstrip() or "(no output recorded)"
 
 
+def _session_id(found: Any, path: str, problems: list[Problem]) -> str:
+    """The rollout's id, or the file's name: content names store keys, so it
+    is validated first, never trusted."""
+    if found is not None:
+        try:
+            return validate_session_id(str(found))
+        except InvalidSessionIdError as error:
+            problems.append(Problem(message=f"unusable session id: {error.message}"))
+    try:
+        return validate_session_id(os.path.basename(path).removesuffix(".jsonl"))
+    except InvalidSessionIdError:
+        return "codex-session"
+
+
 def read_codex(path: str) -> Transcript:
     """Read a Codex rollout file as turnlog events."""
     return from_parsed(parse(read_file(path)), path)
@@ -95,7 +112,8 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
     lines, variant = _envelopes([r.data for r in parsed.records if not r.damaged])
     found_meta = next((p for t, _, p in lines if t == "session_meta"), None)
     meta: dict[str, Any] = found_meta if isinstance(found_meta, dict) else {}
-    session_id = str(meta.get("id") or os.path.basename(path).removesuffix(".jsonl"))
+    problems = list(parsed.problems)
+    session_id = _session_id(meta.get("id"), path, problems)
     first_ts = meta.get("timestamp") or next((ts for _, ts, _ in lines if ts), None)
     header = ev.Session(
         session_id=session_id,
@@ -265,7 +283,7 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
         session_id=session_id,
         events=events,
         calls=calls,
-        problems=parsed.problems,
+        problems=tuple(problems),
         torn=parsed.torn,
         counted=dict(build.counted),
         variant=variant,
