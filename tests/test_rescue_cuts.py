@@ -38,7 +38,11 @@ from turnlog.verdict import verdict
 
 CORPUS = Path(__file__).parent / "fixtures" / "foreign"
 # Real files of public projects (tests/fixtures/foreign/README.md).
-REAL = [("claude-code", CORPUS / "claude-code-2.1.14-coverage-test-fix.jsonl")]
+REAL = [
+    ("claude-code", CORPUS / "claude-code-2.1.14-coverage-test-fix.jsonl"),
+    ("claude-code", CORPUS / "claude-code-2.0.28-full-session-five.jsonl"),
+    ("codex", CORPUS / "codex-0.40.0-rollout-2025-09-24T19-22-20.jsonl"),
+]
 BUILT: list[tuple[str, Callable[[Path], Path]]] = [
     ("claude-code", cc_whole_21),
     ("codex", cx_whole),

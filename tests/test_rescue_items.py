@@ -499,3 +499,25 @@ def test_a_codex_id_that_is_no_name_is_reported(tmp_path: Path) -> None:
     found = diagnose(str(path), "codex")
     assert found.session_id == "rollout-2026-05-02T08-30-00-n"
     assert any("session id" in p.message for p in found.problems)
+
+
+def test_the_real_2_0_crash_point_gets_a_repair_per_tool_use_line(tmp_path: Path) -> None:
+    """The real 2.0.28 prefix ends right after two parallel WebSearch lines; in
+    the whole file the first search's result comes next: it ran. Neither is
+    said not to have run, and each repair line hangs off its own call's line."""
+    real = REAL_CC.parent / "claude-code-2.0.28-full-session-five.jsonl"
+    path = age(write(tmp_path, real.name, real.read_bytes()))
+    found = diagnose(str(path), "claude-code")
+    assert [(o.call_id, o.risk, o.rule) for o in found.owed] == [
+        ("toolu_0164rGfmRNVyh2Wsrs9EEyjo", Risk.OUTCOME_UNKNOWN.value, "R4"),
+        ("toolu_01WVLEr7BxFvuXXkeYEH7Xua", Risk.OUTCOME_UNKNOWN.value, "R4"),
+    ]
+    repairs = [json.loads(line) for line in found.lines]
+    assert [r["parentUuid"] for r in repairs] == [
+        "cd9e1e2b-3066-40a6-907a-fe663ab27992",
+        "ca3b1312-2908-44b8-9321-54e74ce45623",
+    ]
+    assert all(r["sessionId"] == "10cd5911-8704-4996-9e33-32010589c357" for r in repairs)
+    assert all(r["version"] == "2.0.28" for r in repairs)
+    doctor(str(path), "claude-code")
+    assert exports("claude-code", path) == []
