@@ -41,6 +41,7 @@ CORPUS = Path(__file__).parent / "fixtures" / "foreign"
 REAL = [
     ("claude-code", CORPUS / "claude-code-2.1.14-coverage-test-fix.jsonl"),
     ("claude-code", CORPUS / "claude-code-2.0.28-full-session-five.jsonl"),
+    ("claude-code", CORPUS / "claude-code-2.0.29-task-in-flight.jsonl"),
     ("codex", CORPUS / "codex-0.40.0-rollout-2025-09-24T19-22-20.jsonl"),
 ]
 BUILT: list[tuple[str, Callable[[Path], Path]]] = [
