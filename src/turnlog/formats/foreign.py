@@ -15,6 +15,7 @@ import msgspec
 
 from turnlog.damage import Problem, TornTail
 from turnlog.errors import SessionLockedError, TurnlogError, UsageError
+from turnlog.formats.sniff import CLAUDE_CODE, CODEX
 from turnlog.stores.sidecar import move_torn_tail
 
 # A transcript modified this recently may still be written by its tool. Codex
@@ -25,8 +26,10 @@ from turnlog.stores.sidecar import move_torn_tail
 # descriptor betrays it, and it writes nothing while a tool runs or while it
 # waits for the user: a Bash call may run 10 minutes by its own timeout.
 LIVE_WINDOW_S: Final = 10.0
-LIVE_WINDOWS_S: Final = {"claude-code": 600.0, "codex": 10.0}
-# A clock running this far behind a file's mtime is skew, not a live write.
+LIVE_WINDOWS_S: Final = {CLAUDE_CODE: 600.0, CODEX: 10.0}
+# An mtime up to this far ahead of the clock is a write just now, seen through
+# timestamp jitter; further ahead it is a clock set back or a copied file,
+# which says nothing about a live writer.
 CLOCK_SKEW_S: Final = 2.0
 # A foreign file is read whole to repair it; past this it is refused.
 MAX_FOREIGN_BYTES: Final = 4 * 1024**3
