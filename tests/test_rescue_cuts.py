@@ -183,6 +183,65 @@ def damaged_variants(lines: list[bytes], index: int) -> Iterator[tuple[str, byte
         yield "a cut record spliced before the next", head + first[: len(first) // 2] + second
 
 
+def resumed_with_a_prompt(cut: bytes) -> bytes:
+    """What `claude --resume` and "continue" append after a crash: the prompt,
+    then Claude Code's note of the 400 it got, in the session's own envelope."""
+    last = json.loads(lines_of(cut)[-1])
+    envelope = {k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version")}
+    prompt = {
+        "parentUuid": last["uuid"],
+        **envelope,
+        "type": "user",
+        "message": {"role": "user", "content": "continue"},
+        "uuid": "5e5e5e5e-0000-4000-8000-000000000001",
+        "timestamp": "2026-12-01T00:00:00.000Z",
+    }
+    error = {
+        "parentUuid": prompt["uuid"],
+        **envelope,
+        "type": "assistant",
+        "message": {
+            "model": "<synthetic>",
+            "id": "c0ffee00-0000-4000-8000-000000000002",
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "API Error: 400 tool_use ids were found "
+                    "without tool_result blocks immediately after",
+                }
+            ],
+        },
+        "isApiErrorMessage": True,
+        "uuid": "5e5e5e5e-0000-4000-8000-000000000002",
+        "timestamp": "2026-12-01T00:00:01.000Z",
+    }
+    return cut + b"".join(json.dumps(r).encode() + b"\n" for r in (prompt, error))
+
+
+def resumed_cut_is_still_repaired(path: Path, cut: bytes) -> None:
+    """Item 2: the orphans of a cut stay owed once a prompt was typed after
+    the crash, and each repair hangs off the line that asked for its calls."""
+    owed = [o.call_id for o in diagnose(str(aged(path, cut)), "claude-code").owed]
+    if not owed:
+        return
+    asked_on = {}
+    for parsed in parse(cut).records:
+        record = parsed.data
+        content = (record.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                asked_on[block["id"]] = record["uuid"]
+    found = diagnose(str(aged(path, resumed_with_a_prompt(cut))), "claude-code")
+    assert [o.call_id for o in found.owed] == owed
+    for line in found.lines:
+        repair = json.loads(line)
+        ids = {b["tool_use_id"] for b in repair["message"]["content"]}
+        assert {asked_on[i] for i in ids} == {repair["parentUuid"]}
+    COUNTS["cuts resumed with a new prompt, still repaired"] += 1
+    judge_and_repair("claude-code", path, b"")
+
+
 def test_every_cut_of_every_session(tmp_path: Path) -> None:
     rng = random.Random(20)
     for kind, name, data in sessions(tmp_path / "uncut"):
@@ -197,6 +256,8 @@ def test_every_cut_of_every_session(tmp_path: Path) -> None:
             COUNTS["cuts at a line end"] += 1
             if asks_for_calls(kind, lines[index]):
                 COUNTS["cuts right after a line asking for calls"] += 1
+                if kind == "claude-code":
+                    resumed_cut_is_still_repaired(target, cut)
             judge_and_repair(kind, aged(target, cut), rest)
             for _, damaged in damaged_variants(lines, index):
                 COUNTS["damaged cuts"] += 1
@@ -220,6 +281,7 @@ def test_every_cut_of_every_session(tmp_path: Path) -> None:
     assert COUNTS["tool_not_started verdicts"] == 0
     assert COUNTS["cuts right after a line asking for calls"] >= 20
     assert COUNTS["owed calls that ran (result later in the uncut file)"] > 0
+    assert COUNTS["cuts resumed with a new prompt, still repaired"] >= 10
 
 
 @pytest.mark.xfail(
