@@ -393,22 +393,36 @@ def append_lines(path: str, lines: Iterator[bytes] | list[bytes], *, newline_fir
     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
         before = os.fstat(fd).st_size
+        done = 0
         try:
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
                 if written == 0:
                     raise OSError(errno.ENOSPC, "no byte written")
+                done += written
                 view = view[written:]
             os.fsync(fd)
         except OSError as error:
-            os.ftruncate(fd, before)
-            with contextlib.suppress(OSError):
-                os.fsync(fd)
             raise AppendFailedError(
                 f"appending the repair to {path} failed ({error.strerror or error}); "
-                f"the file was cut back to its {before} bytes before the repair"
+                + _undo(fd, before, done)
             ) from error
     finally:
         os.close(fd)
     return len(data)
+
+
+def _undo(fd: int, before: int, done: int) -> str:
+    """Cut a failed append back, when the file holds exactly what it held plus
+    the bytes this append wrote; never a byte another writer added."""
+    size = os.fstat(fd).st_size
+    if size != before + done:
+        return (
+            f"the file grew by {size - before} bytes, not the {done} this append wrote, so "
+            "another writer is at work: nothing was cut, and the end of the file needs a look"
+        )
+    os.ftruncate(fd, before)
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+    return f"the file was cut back to its {before} bytes before the repair"
