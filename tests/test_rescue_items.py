@@ -521,3 +521,25 @@ def test_the_real_2_0_crash_point_gets_a_repair_per_tool_use_line(tmp_path: Path
     assert all(r["version"] == "2.0.28" for r in repairs)
     doctor(str(path), "claude-code")
     assert exports("claude-code", path) == []
+
+
+def test_a_hook_attachment_is_evidence_that_call_started(tmp_path: Path) -> None:
+    """Claude Code 2.1.85 and later record hooks as attachment lines."""
+    cc = ClaudeCode("2.1.90")
+    cc.user("clean up")
+    (line_a,) = cc.assistant("msg_1", tool_use("toolu_a", command="rm -rf build"))
+    (line_b,) = cc.assistant("msg_1", tool_use("toolu_b", command="ls"))
+    for call_id, exit_code in (("toolu_a", 0), ("toolu_b", 2)):
+        attachment = {
+            "type": "hook_success",
+            "hookEvent": "PreToolUse",
+            "hookName": "PreToolUse:Bash",
+            "toolUseID": call_id,
+            "exitCode": exit_code,
+        }
+        cc.add(cc.envelope("attachment", cc.last, attachment=attachment), chain=False)
+    path = age(write(tmp_path, f"{SID}.jsonl", cc.data()))
+    owed = {o.call_id: o.rule for o in diagnose(str(path), "claude-code").owed}
+    # A hook that blocked its call proves nothing either way.
+    assert owed == {"toolu_a": "R1", "toolu_b": "R4"}
+    assert line_a["uuid"] != line_b["uuid"]

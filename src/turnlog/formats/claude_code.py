@@ -148,15 +148,28 @@ def _links(lines: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
+# Hook events around a tool's run; a PreToolUse hook exiting 2 blocked the call.
+_TOOL_HOOKS: Final = frozenset({"PreToolUse", "PostToolUse"})
+_HOOK_BLOCKED: Final = 2
+
+
 def _started_calls(lines: list[dict[str, Any]]) -> dict[int, str]:
-    """Progress lines naming a call: evidence it started, by the line's index."""
+    """Lines naming a call as under way, by the line's index: `progress` lines
+    (hooks and subagents, before 2.1.85) and hook `attachment` lines (after).
+    Evidence that call started; nothing about any other call."""
     out: dict[int, str] = {}
     for index, record in enumerate(lines):
-        if record.get("type") != "progress":
-            continue
-        raw = record.get("data")
+        kind = record.get("type")
+        raw = record.get("data") if kind == "progress" else record.get("attachment")
         data: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        call = record.get("parentToolUseID") or record.get("toolUseID") or data.get("toolUseID")
+        if kind == "progress":
+            call = record.get("parentToolUseID") or record.get("toolUseID") or data.get("toolUseID")
+        elif kind == "attachment" and data.get("hookEvent") in _TOOL_HOOKS:
+            before = data.get("hookEvent") == "PreToolUse"
+            blocked = before and data.get("exitCode") == _HOOK_BLOCKED
+            call = None if blocked else data.get("toolUseID")
+        else:
+            continue
         if isinstance(call, str):
             out[index] = call
     return out
