@@ -475,3 +475,87 @@ def write(folder: Path, name: str, data: bytes) -> Path:
     path = folder / name
     path.write_bytes(data)
     return path
+
+
+# -- whole sessions, for cutting: every crash point of a real run ---------------------------
+#
+# Built from the published structure (tests/fixtures/foreign/README.md says what
+# was found real and what was not): Claude Code 2.1's progress lines for hooked
+# tools, lines parented on progress lines, responses split over lines with a
+# whitespace text line first; Codex's reasoning items, web searches, shell
+# commands with begin/end events, patches and parallel calls.
+
+
+def progress(cc: ClaudeCode, call_id: str, hook: str, parent: str | None) -> dict[str, Any]:
+    """A 2.1 hook progress line for `call_id`; later lines may be parented on it."""
+    line = cc.envelope(
+        "progress",
+        parent,
+        data={"type": "hook_progress", "hookEvent": hook, "hookName": f"{hook}:Bash"},
+        parentToolUseID=call_id,
+        toolUseID=call_id,
+    )
+    return cc.add(line)
+
+
+def cc_whole_21(folder: Path) -> Path:
+    """Claude Code 2.1: WebSearch beside a hooked Bash in one response, two turns."""
+    cc = ClaudeCode("2.1.39")
+    cc.user("find the release notes and build")
+    first = cc.assistant(
+        "msg_w1",
+        text("\n\n"),
+        tool_use("toolu_web", "WebSearch", query="release notes"),
+        tool_use("toolu_make", command="make"),
+    )
+    web_line, make_line = first[1]["uuid"], first[2]["uuid"]
+    cc.last = make_line
+    progress(cc, "toolu_make", "PreToolUse", make_line)
+    cc.result("toolu_web", "3 results", parent=web_line)
+    hook = progress(cc, "toolu_make", "PostToolUse", make_line)
+    cc.result("toolu_make", "built", parent=make_line)
+    cc.last = hook["uuid"]  # the next reply is parented on the progress line
+    cc.assistant("msg_w2", THINKING, text("Built; the notes are linked."))
+    cc.turn_end()
+    cc.user("deploy it")
+    cc.assistant("msg_w3", tool_use("toolu_deploy", command="make deploy"))
+    progress(cc, "toolu_deploy", "PreToolUse", cc.last)
+    cc.result("toolu_deploy", "deployed")
+    cc.assistant("msg_w4", text("Deployed."))
+    cc.turn_end()
+    return write(folder, f"{SID}.jsonl", cc.data())
+
+
+def cx_whole(folder: Path) -> Path:
+    """Codex: reasoning before a web search, two reasoning items in a row, a
+    command with begin/end events, a patch, parallel calls, two turns."""
+    cx = Codex()
+    cx.user("update the docs")
+    reasoning = {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA_r"}
+    cx.item(**reasoning)
+    cx.item(type="web_search_call", status="completed", action={"type": "search", "query": "x"})
+    cx.item(**reasoning)
+    cx.item(**reasoning)
+    cx.call("call_ls", "ls docs")
+    cx.event(type="exec_command_begin", call_id="call_ls", command=["ls", "docs"])
+    cx.event(type="exec_command_end", call_id="call_ls", exit_code=0, aggregated_output="a.md\n")
+    cx.output("call_ls", "a.md")
+    cx.item(**reasoning)
+    cx.item(
+        type="custom_tool_call",
+        status="completed",
+        call_id="call_patch",
+        name="apply_patch",
+        input="*** Begin Patch\n*** End Patch",
+    )
+    cx.item(type="custom_tool_call_output", call_id="call_patch", output="Done!")
+    cx.answer("Docs updated.")
+    cx.user("check both files")
+    cx.item(**reasoning)
+    cx.call("call_a", "cat a.md")
+    cx.call("call_b", "cat b.md")
+    cx.output("call_a", "A")
+    cx.output("call_b", "B")
+    cx.item(**reasoning)
+    cx.answer("Both read.")
+    return write(folder, "rollout-2026-05-02T08-30-00-whole.jsonl", cx.data())

@@ -34,7 +34,7 @@ SHARED = Path(__file__).parent.parent.parent / "shared" / "formats"
 
 def age(path: Path) -> None:
     """Make the file look as a crash left it: untouched for a minute."""
-    past = time.time() - 60
+    past = time.time() - 3600
     os.utime(path, (past, past))
 
 

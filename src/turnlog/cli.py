@@ -808,6 +808,13 @@ def _progress(console: Console, ids: list[str], what: str, *, as_json: bool) -> 
 
 
 KIND_CHOICE = click.Choice(["claude-code", "codex"])
+# A folder's report exits with its worst file: unreadable above live above
+# a usage problem above findings.
+_SEVERITY: Final = (EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_LOCKED, EXIT_UNREADABLE)
+
+
+def _worst(codes: Iterable[int]) -> int:
+    return max(codes, key=_SEVERITY.index, default=EXIT_OK)
 
 
 @main.command("doctor")
@@ -825,7 +832,17 @@ KIND_CHOICE = click.Choice(["claude-code", "codex"])
 @click.option(
     "--force",
     is_flag=True,
-    help="Repair a file that looks live (open in a process, or modified seconds ago).",
+    help="Repair a file that looks live (open in a process, or modified recently).",
+)
+@click.option(
+    "--live-window",
+    "live_window_s",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="Treat a file modified this recently as live and leave it alone (default: 600 for "
+    "Claude Code, which writes nothing while a tool runs or it waits for you; 10 for Codex, "
+    "which holds its file open while it runs).",
 )
 @json_option
 @_reports_errors
@@ -836,20 +853,31 @@ def doctor_command(
     dry_run: bool,
     yes: bool,
     force: bool,
+    live_window_s: float | None,
     as_json: bool,
 ) -> None:
     """Repair a Claude Code or Codex session that will not resume, in its own
     format, by appending only.
 
-    Claude Code: one `user` line answering every orphan tool call with an
-    error result that says what is known. Codex: one output item per orphan
-    call, with the real output where Codex recorded it. A torn final fragment
-    is moved to a sidecar first; no other byte changes. A healthy or
-    user-interrupted session is left alone; a second run appends nothing.
-    Exits 0 when repaired or nothing to repair, 1 when --dry-run finds a
-    repair to make, 4 when the file looks live.
+    Claude Code: one `user` line per unanswered `tool_use` line, answering its
+    calls with an error result that says what is known. Codex: one output
+    item per orphan call, with the real output where Codex recorded it. A torn
+    final fragment is moved to a sidecar first; no other byte changes. A
+    healthy or user-interrupted session is left alone; a second run appends
+    nothing. With --all, a file that cannot be repaired is reported and the
+    scan goes on. Exits 0 when repaired or nothing to repair, 1 when --dry-run
+    finds a repair to make, 4 when a file looks live, 3 when a file could not
+    be read or repaired: the worst over all files.
     """
-    from turnlog.rescue import DEFAULT_FOLDERS, Repair, diagnose, doctor, scan_folder
+    from turnlog.rescue import (
+        DEFAULT_FOLDERS,
+        Failure,
+        Repair,
+        diagnose,
+        doctor,
+        failure,
+        scan_folder,
+    )
 
     console = _console()
     if scan_all:
@@ -865,11 +893,13 @@ def doctor_command(
         if path is None:
             raise UsageError("doctor needs a FILE, or --all to scan a folder")
         found = [diagnose(path, kind)]
-    wanted = [item for item in found if item.needs_repair]
+    diagnosed = [item for item in found if not isinstance(item, Failure)]
+    failed: list[Failure] = [item for item in found if isinstance(item, Failure)]
+    wanted = [item for item in diagnosed if item.needs_repair]
     if not as_json:
-        for item in found:
+        for item in diagnosed:
             _print_diagnosis(console, item)
-        if scan_all and not wanted:
+        if scan_all and not wanted and not failed:
             console.print(f"nothing to repair in {folder}")
     if wanted and not dry_run and not yes:
         if not sys.stdin.isatty():
@@ -880,21 +910,40 @@ def doctor_command(
         if not click.confirm(f"append the repairs to {len(wanted)} file(s)?", default=False):
             sys.exit(EXIT_FINDINGS)
     # A folder reports the sessions that need a repair; one file always reports.
-    listed = wanted if scan_all else found
-    if dry_run:
-        done = [
-            Repair(
-                diagnosis=item, action="would repair" if item.needs_repair else "nothing to repair"
-            )
-            for item in listed
-        ]
-    else:
+    listed = wanted if scan_all else diagnosed
+    done: list[Repair | Failure] = []
+    codes = [_failure_code(unread) for unread in failed]
+    for item in listed:
+        if dry_run:
+            action = "would repair" if item.needs_repair else "nothing to repair"
+            done.append(Repair(diagnosis=item, action=action))
+            continue
         # The repair reads each file whole again: a scan judged from tails.
-        done = [doctor(item.path, kind, force=force) for item in listed]
+        try:
+            done.append(doctor(item.path, kind, force=force, live_window_s=live_window_s))
+        except (TurnlogError, OSError) as error:
+            if not scan_all:
+                raise
+            # One bad file does not stop the others; it is reported with them.
+            lost = failure(item.path, error)
+            done.append(lost)
+            codes.append(_failure_code(lost))
     if as_json:
-        _emit_json({"repairs": [_to_builtins(repair) for repair in done]})
+        _emit_json(
+            {
+                "repairs": [_to_builtins(repair) for repair in done],
+                "failed": [_to_builtins(unread) for unread in failed],
+            }
+        )
     else:
+        for unread in failed:
+            console.print(f"{unread.path}: not read: {unread.error}", style="red")
         for repair in done:
+            if isinstance(repair, Failure):
+                console.print(f"{repair.path}: not repaired: {repair.error}", style="red")
+                if repair.hint:
+                    console.print(f"  hint: {repair.hint}")
+                continue
             where = repair.diagnosis.path
             moved = repair.torn_tail
             if moved is not None:
@@ -907,14 +956,34 @@ def doctor_command(
             elif repair.action != "repaired":
                 console.print(f"{where}: {repair.action}")
     if dry_run and wanted:
-        sys.exit(EXIT_FINDINGS)
+        codes.append(EXIT_FINDINGS)
+    worst = _worst(codes)
+    if worst != EXIT_OK:
+        sys.exit(worst)
+
+
+def _failure_code(item: Any) -> int:
+    """The exit status a failed file stands for, from its error's class."""
+    if item.kind == "SessionLockedError":
+        return EXIT_LOCKED
+    if item.kind == "UsageError":
+        return EXIT_USAGE
+    return EXIT_UNREADABLE
 
 
 def _print_diagnosis(console: Console, item: Any) -> None:
-    console.print(f"{item.path}: {item.kind} session {item.session_id}, {item.status}")
+    what = f"{item.kind} session {item.session_id}"
+    if item.subagent_of is not None:
+        what = f"{item.kind} subagent {item.agent_id} of session {item.subagent_of}"
+    console.print(f"{item.path}: {what}, {item.status}")
     for owed in item.owed:
-        what = "real output recorded elsewhere" if owed.recorded else owed.risk
-        console.print(f"  owes {owed.call_id} ({owed.name}): {what}")
+        if owed.recorded:
+            known = "real output recorded elsewhere"
+        elif owed.rule == "R1":
+            known = f"{owed.risk} (the file shows it started)"
+        else:
+            known = f"{owed.risk} (the file does not show whether it started)"
+        console.print(f"  owes {owed.call_id} ({owed.name}): {known}")
     if item.torn_tail is not None:
         console.print(
             f"  torn final fragment: {item.torn_tail.size_bytes} bytes at {item.torn_tail.offset}"
@@ -934,8 +1003,10 @@ def import_command(kind: str, files: tuple[str, ...], store_url: str | None, as_
     """Import Claude Code or Codex sessions (and their subagents) into a turnlog store.
 
     The files are only read. Each becomes a session of `origin: import` events,
-    so `inspect`, `show`, `export`, `recover` and `revive` work on it. Exits 3
-    if any file could not be imported (the others are).
+    so `inspect`, `show`, `export`, `recover` and `revive` work on it. A
+    subagent's own file becomes a child of the session that spawned it,
+    whatever order the files come in. Exits 3 if any file could not be
+    imported (the others are).
     """
     from turnlog.rescue import import_file
 
@@ -953,7 +1024,9 @@ def import_command(kind: str, files: tuple[str, ...], store_url: str | None, as_
             hint = error.hint if isinstance(error, TurnlogError) else ""
             results.append({"path": path, "error": message, "hint": hint})
             if not as_json:
-                click.echo(f"error: {path}: {message}", err=True)
+                # The message names the file already when it can.
+                shown = message if path in message else f"{path}: {message}"
+                click.echo(f"error: {shown}", err=True)
                 if hint:
                     click.echo(f"hint: {hint}", err=True)
             continue
@@ -961,7 +1034,8 @@ def import_command(kind: str, files: tuple[str, ...], store_url: str | None, as_
         if not as_json:
             extra = f", {len(done.subagents)} subagent(s)" if done.subagents else ""
             facts = f"{done.events} events, {done.status}{extra}"
-            console.print(f"{path}: imported as {done.session_id} ({facts})")
+            role = f" (subagent of {done.subagent_of})" if done.subagent_of else ""
+            console.print(f"{path}: imported as {done.session_id}{role} ({facts})")
     if as_json:
         _emit_json({"store": store.url, "imported": results})
     if failed:

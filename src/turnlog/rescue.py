@@ -3,37 +3,58 @@
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import json
 import os
+import stat
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 import msgspec
 
 from turnlog import events as ev
 from turnlog.damage import Problem, TornTail
-from turnlog.errors import NotASessionError, SessionExistsError, UsageError
+from turnlog.errors import NotASessionError, SessionExistsError, TurnlogError, UsageError
+from turnlog.events import Risk
 from turnlog.fold import Fold
 from turnlog.formats import claude_code, codex
 from turnlog.formats.foreign import (
     MAX_SCAN_TAIL_BYTES,
     SCAN_TAIL_BYTES,
+    ForeignFileError,
     append_lines,
+    live_window,
     parse,
     quarantine,
+    read_first_line,
     read_tail,
     refuse_if_live,
 )
 from turnlog.formats.sniff import CLAUDE_CODE, CODEX, sniff
-from turnlog.formats.transcript import Transcript
-from turnlog.recovery import plan_verdict
+from turnlog.formats.transcript import Transcript, is_reasoning_only
 from turnlog.stores import Store
 from turnlog.transfer import write_events
 from turnlog.verdict import decide
 
 KINDS: Final = (CLAUDE_CODE, CODEX)
+_TOOL_NAMES: Final = {CLAUDE_CODE: "Claude Code", CODEX: "Codex"}
+# What a repair says for a call the file leaves without a result. A foreign
+# file proves only what it holds: a line showing the call started, or nothing.
+# It never proves a call did not start (Claude Code records no call start at
+# all, save a progress line for a tool with hooks; Codex records the start of
+# shell commands and patches only), so no foreign call is ever "did not run".
+_STARTED_TEXT: Final = (
+    "[turnlog] The session ended while tool call {what} was running: {tool} recorded "
+    "that it started, and its result never reached the transcript. It may have run, "
+    "fully or in part. Check the state it was changing before running it again; do not "
+    "retry it blindly."
+)
+_UNKNOWN_TEXT: Final = (
+    "[turnlog] The session ended before tool call {what} had a result in the transcript. "
+    "{tool} does not record every call's start, so whether it ran is unknown: it may "
+    "have run, fully or in part. Check the state it was changing before running it "
+    "again; do not retry it blindly."
+)
 DEFAULT_FOLDERS: Final = {
     CLAUDE_CODE: os.path.join("~", ".claude", "projects"),
     CODEX: os.path.join("~", ".codex", "sessions"),
@@ -49,6 +70,8 @@ class OwedOutput(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     # The tool's real output, which the file recorded elsewhere.
     recorded: bool = False
+    # "R1": the file shows the call started; "R4": it shows nothing either way.
+    rule: str | None = None
 
 
 class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,6 +86,9 @@ class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
     torn_tail: TornTail | None = None
     problems: tuple[Problem, ...] = ()
     counted: dict[str, int] = msgspec.field(default_factory=dict)
+    # A subagent's own file: its agent id and the session that spawned it.
+    agent_id: str | None = None
+    subagent_of: str | None = None
 
     @property
     def needs_repair(self) -> bool:
@@ -78,6 +104,17 @@ class Repair(msgspec.Struct, frozen=True, kw_only=True):
     torn_tail: TornTail | None = None
 
 
+class Failure(msgspec.Struct, frozen=True, kw_only=True):
+    """A file a folder scan or repair could not handle, and why: reported, never skipped."""
+
+    path: str
+    error: str
+    hint: str = ""
+    action: str = "failed"
+    # The error's class name (SessionLockedError, ForeignFileError, ...).
+    kind: str = ""
+
+
 def kind_of(path: str, kind: str) -> str:
     """The file's format, proved from its first line before any byte is read
     further or written: "auto" takes what the line shows, a named kind must
@@ -86,8 +123,9 @@ def kind_of(path: str, kind: str) -> str:
         raise UsageError(f"unknown transcript kind {kind!r}", hint="use claude-code, codex or auto")
     if os.path.isdir(path):
         raise UsageError(f"{path} is a directory", hint="pass a session file, or --all DIR")
-    with open(path, "rb") as f:
-        first = f.readline(1 << 20)
+    # Read whole, however long: a first line with a pasted screenshot runs to
+    # many MiB, and a prefix of it is not JSON.
+    first = read_first_line(path)
     found = sniff(first)
     if found is None or (kind != "auto" and found != kind):
         named = "a Claude Code or Codex" if kind == "auto" else f"a {kind}"
@@ -111,84 +149,92 @@ def _now_ms() -> str:
 
 
 def owed_outputs(transcript: Transcript) -> tuple[OwedOutput, ...]:
-    """The open turn's calls with no output line in the file, in call order:
-    the real output where the file recorded it elsewhere, else recovery's
-    honest result (the decision table, worded by risk)."""
-    found = decide(Fold(transcript.events))
-    turn = found.open_turn
-    if turn is None:
-        return ()
-    planned = {
-        e.data.call_id: e.data
-        for e in plan_verdict(found).events
-        if isinstance(e.data, ev.ToolResult)
-    }
+    """The calls a repair answers, in call order: the real output where the file
+    recorded it elsewhere, else an honest result claiming only what the file
+    proves (the call started, or nothing either way)."""
+    tool = _TOOL_NAMES.get(transcript.kind, transcript.kind)
     out = []
-    for sighting in turn.calls:
-        call = transcript.calls.get(sighting.call_id)
-        if call is None or call.answered:
-            continue
+    for call_id in transcript.open_calls:
+        call = transcript.calls[call_id]
         if call.recorded_output is not None:
-            text = call.recorded_output
-            out.append(
-                OwedOutput(
-                    call_id=call.call_id, name=call.name, risk=None, text=text, recorded=True
-                )
-            )
-        elif sighting.call_id in planned:
-            result = planned[sighting.call_id]
             out.append(
                 OwedOutput(
                     call_id=call.call_id,
                     name=call.name,
-                    risk=result.risk,
-                    text=str(result.content),
+                    risk=None,
+                    text=call.recorded_output,
+                    recorded=True,
                 )
             )
+            continue
+        what = f"`{call.name}` ({call.call_id})" if call.name else f"({call.call_id})"
+        template, rule = (_STARTED_TEXT, "R1") if call.started else (_UNKNOWN_TEXT, "R4")
+        out.append(
+            OwedOutput(
+                call_id=call.call_id,
+                name=call.name,
+                risk=Risk.OUTCOME_UNKNOWN.value,
+                text=template.format(what=what, tool=tool),
+                rule=rule,
+            )
+        )
     return tuple(out)
 
 
-def _claude_code_line(transcript: Transcript, owed: Sequence[OwedOutput]) -> str:
-    """One `user` line answering every orphan `tool_use`, shaped exactly like the
-    lines Claude Code writes, its envelope copied from the session's newest line."""
+def _claude_code_lines(transcript: Transcript, owed: Sequence[OwedOutput]) -> list[str]:
+    """`user` lines answering every orphan `tool_use`, shaped exactly like the
+    lines Claude Code writes, their envelope copied from the session's newest
+    line: one line per `tool_use` line, parented on it and naming it in
+    `sourceToolAssistantUUID`, as Claude Code does for parallel results.
+
+    Parented on the calls' own lines, the repair is the chain the next
+    request loads wherever the file went after the crash: a prompt typed on
+    resume (and the API error it got) stay in the file on a branch the tool
+    no longer follows.
+    """
     tip = transcript.tip or {}
     header = transcript.events[0].data
     # Fields a system line may lack come from the session's first line.
     first: dict[str, Any] = dict(getattr(header, "meta", None) or {})
     source = {**first, **tip}
     calls = transcript.calls
-    asked_by = next((calls[o.call_id].asked_by for o in owed if calls[o.call_id].asked_by), None)
-    line: dict[str, Any] = {
-        "parentUuid": tip.get("uuid"),
-        # A subagent's own file is all side chain: the repair joins it.
-        "isSidechain": bool(tip.get("isSidechain", False)),
-        "userType": source.get("userType", "external"),
-        "cwd": source.get("cwd"),
-        "sessionId": source.get("sessionId", transcript.session_id),
-        "version": source.get("version"),
-        "gitBranch": source.get("gitBranch"),
-        "type": "user",
-        "message": {
-            "role": "user",
-            "content": [
-                {
-                    "tool_use_id": o.call_id,
-                    "type": "tool_result",
-                    "content": o.text,
-                    "is_error": True,
-                }
-                for o in owed
-            ],
-        },
-        "uuid": str(uuid.uuid4()),
-        "timestamp": _now_ms(),
-    }
-    if asked_by is not None:
-        line["sourceToolAssistantUUID"] = asked_by
-    if isinstance(tip.get("agentId"), str):
-        line["agentId"] = tip["agentId"]
-    line = {k: v for k, v in line.items() if v is not None or k == "parentUuid"}
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+    groups: dict[str | None, list[OwedOutput]] = {}
+    for item in owed:
+        groups.setdefault(calls[item.call_id].asked_by, []).append(item)
+    out = []
+    for asked_by, items in groups.items():
+        line: dict[str, Any] = {
+            "parentUuid": asked_by if asked_by is not None else tip.get("uuid"),
+            # A subagent's own file is all side chain: the repair joins it.
+            "isSidechain": bool(tip.get("isSidechain", False)),
+            "userType": source.get("userType", "external"),
+            "cwd": source.get("cwd"),
+            "sessionId": source.get("sessionId", transcript.session_id),
+            "version": source.get("version"),
+            "gitBranch": source.get("gitBranch"),
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "tool_use_id": o.call_id,
+                        "type": "tool_result",
+                        "content": o.text,
+                        "is_error": True,
+                    }
+                    for o in items
+                ],
+            },
+            "uuid": str(uuid.uuid4()),
+            "timestamp": _now_ms(),
+        }
+        if asked_by is not None:
+            line["sourceToolAssistantUUID"] = asked_by
+        if isinstance(tip.get("agentId"), str):
+            line["agentId"] = tip["agentId"]
+        line = {k: v for k, v in line.items() if v is not None or k == "parentUuid"}
+        out.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")))
+    return out
 
 
 def _codex_lines(transcript: Transcript, owed: Sequence[OwedOutput]) -> list[str]:
@@ -215,10 +261,10 @@ def diagnose(path: str, kind: str = "auto") -> Diagnosis:
 def _diagnosis(path: str, transcript: Transcript) -> Diagnosis:
     owed = owed_outputs(transcript)
     if owed:
-        lines = (
-            (_claude_code_line(transcript, owed),)
+        lines = tuple(
+            _claude_code_lines(transcript, owed)
             if transcript.kind == CLAUDE_CODE
-            else tuple(_codex_lines(transcript, owed))
+            else _codex_lines(transcript, owed)
         )
         status = "crashed"
     else:
@@ -234,14 +280,27 @@ def _diagnosis(path: str, transcript: Transcript) -> Diagnosis:
         torn_tail=transcript.torn,
         problems=transcript.problems,
         counted=transcript.counted,
+        agent_id=transcript.agent_id,
+        subagent_of=transcript.parent_session,
     )
 
 
+# A reply cut off after its reasoning: nothing to append (no call is owed),
+# and the session is not finished; reviving it after import carries on.
+CUT_AFTER_REASONING: Final = "cut off after reasoning (nothing to append; revivable)"
+
+
 def _calm_status(transcript: Transcript) -> str:
+    if transcript.stopped_by_user:
+        return "interrupted by the user"
     for event in reversed(transcript.events):
         data = event.data
         if isinstance(data, ev.TurnEnd):
             return "interrupted by the user" if data.reason == "cancelled" else "healthy"
+        if isinstance(data, ev.AssistantMessage):
+            if not data.tool_calls and is_reasoning_only(data.content):
+                return CUT_AFTER_REASONING
+            return "healthy"
         if isinstance(data, ev.TurnStart):
             return "healthy"
     return "healthy"
@@ -253,12 +312,16 @@ def doctor(
     *,
     dry_run: bool = False,
     force: bool = False,
+    live_window_s: float | None = None,
 ) -> Repair:
     """Repair a crashed transcript in its own format, by appending only.
 
     A torn final fragment is first moved to `<file>.torn-<offset>`; every other
     byte stays where it was. Refuses a file its tool may still be writing
-    (`SessionLockedError`) unless `force`. A second run appends nothing.
+    (`SessionLockedError`) unless `force`: open in a process, or modified in
+    the last `live_window_s` seconds (by default the tool's own quiet time,
+    `formats.foreign.LIVE_WINDOWS_S`). A second run appends nothing. An append
+    that fails (a full disk) is undone and raised as `AppendFailedError`.
 
     The file is read again here even when a caller diagnosed it before
     asking a person: what is appended follows the file as it is now.
@@ -269,7 +332,8 @@ def doctor(
     if dry_run:
         return Repair(diagnosis=found, action="would repair")
     if not force:
-        refuse_if_live(path)
+        window = live_window(found.kind) if live_window_s is None else live_window_s
+        refuse_if_live(path, window_s=window)
     moved = quarantine(path, found.torn_tail) if found.torn_tail is not None else None
     written = 0
     if found.lines:
@@ -293,21 +357,41 @@ def _missing_newline(path: str) -> bool:
 # -- directory mode ---------------------------------------------------------------------
 
 
+def walk_files(folder: str) -> Iterator[str]:
+    """Every file under `folder`, sorted per folder, following links to folders
+    but entering each folder once (a symlink loop is walked once)."""
+    seen: set[tuple[int, int]] = set()
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        try:
+            info = os.stat(root)
+        except OSError:
+            dirs[:] = []
+            continue
+        key = (info.st_dev, info.st_ino)
+        if key in seen:
+            dirs[:] = []
+            continue
+        seen.add(key)
+        dirs.sort()
+        for name in sorted(files):
+            yield os.path.join(root, name)
+
+
 def session_files(kind: str, folder: str) -> list[str]:
     """The main session files under a Claude Code projects folder or a Codex
-    sessions folder (subagents' files are read with their parents)."""
+    sessions folder (subagents' files are read with their parents). Listed by
+    name, whatever they are: a FIFO or an unreadable file is reported by the
+    scan, not skipped."""
     folder = os.path.expanduser(folder)
+    found = [f for f in walk_files(folder) if f.endswith(".jsonl")]
     if kind == CLAUDE_CODE:
-        found = glob.glob(os.path.join(glob.escape(folder), "**", "*.jsonl"), recursive=True)
-        return sorted(
+        return [
             f
             for f in found
             if not os.path.basename(f).startswith("agent-")
             and os.sep + "subagents" + os.sep not in f
-        )
-    return sorted(
-        glob.glob(os.path.join(glob.escape(folder), "**", "rollout-*.jsonl"), recursive=True)
-    )
+        ]
+    return [f for f in found if os.path.basename(f).startswith("rollout-")]
 
 
 def _tail_transcript(kind: str, path: str) -> Transcript:
@@ -338,19 +422,36 @@ def scan_folder(
     folder: str,
     *,
     progress: Callable[[Sequence[str]], Iterable[str]] | None = None,
-) -> list[Diagnosis]:
-    """Every session under `folder` that will not resume, judged from the tails."""
+) -> list[Diagnosis | Failure]:
+    """Every session under `folder` that will not resume, judged from the
+    tails, and every file that could not be judged (with why)."""
     files = session_files(kind, folder)
     walk = progress(files) if progress is not None else files
-    out = []
+    out: list[Diagnosis | Failure] = []
     for path in walk:
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise ForeignFileError(f"{path} is not a regular file; it was not read")
             found = tail_diagnosis(kind, path)
-        except OSError:
+        except (OSError, TurnlogError) as error:
+            out.append(failure(path, error))
             continue
         if found.needs_repair:
             out.append(found)
     return out
+
+
+def failure(path: str, error: OSError | TurnlogError) -> Failure:
+    """What went wrong with one file, for a report that goes on to the next."""
+    if isinstance(error, TurnlogError):
+        return Failure(path=path, error=error.message, hint=error.hint, kind=type(error).__name__)
+    reason = error.strerror or str(error)
+    return Failure(
+        path=path,
+        error=f"{path}: {reason}",
+        hint="check the path and its permissions",
+        kind=type(error).__name__,
+    )
 
 
 # -- import -------------------------------------------------------------------------------
@@ -365,32 +466,51 @@ class Imported(msgspec.Struct, frozen=True, kw_only=True):
     subagents: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = ()
     counted: dict[str, int] = msgspec.field(default_factory=dict)
+    # Set when the file is a subagent's own: the session that spawned it.
+    subagent_of: str | None = None
 
 
 def import_file(store: Store, path: str, kind: str = "auto") -> Imported:
     """Write a transcript (and its subagents) to a turnlog store as sessions of
     `origin: import` events, so `inspect`, `show`, `export` and `revive` work on
-    them. Refuses a session id the store already holds."""
+    them. Refuses a session id the store already holds; a subagent already
+    there (imported with its parent, or from its own file before) is kept as
+    it is, so a folder imports whole in any order."""
     transcript = read_transcript(path, kind)
     sessions = [transcript, *_descendants(transcript)]
+    if store.exists(transcript.session_id):
+        if transcript.agent_id is not None:
+            return _imported(path, transcript, status="already imported with its parent")
+        raise SessionExistsError(
+            f"session {transcript.session_id!r} is already in {store.url}",
+            hint="it was imported before; inspect it there, or import into another store",
+        )
     for item in sessions:
-        if store.exists(item.session_id):
-            raise SessionExistsError(
-                f"session {item.session_id!r} is already in {store.url}",
-                hint="it was imported before; inspect it there, or import into another store",
-            )
-    for item in sessions:
+        if item is not transcript and store.exists(item.session_id):
+            continue
         write_events(store, item.events)
     found = decide(Fold(transcript.events))
+    return _imported(
+        path,
+        transcript,
+        status="interrupted" if found.open_turn is not None else "closed",
+        subagents=tuple(child.session_id for child in sessions[1:]),
+    )
+
+
+def _imported(
+    path: str, transcript: Transcript, *, status: str, subagents: tuple[str, ...] = ()
+) -> Imported:
     return Imported(
         path=path,
         kind=transcript.kind,
         session_id=transcript.session_id,
         events=len(transcript.events),
-        status="interrupted" if found.open_turn is not None else "closed",
-        subagents=tuple(child.session_id for child in sessions[1:]),
+        status=status,
+        subagents=subagents,
         problems=transcript.problems,
         counted=transcript.counted,
+        subagent_of=transcript.parent_session,
     )
 
 

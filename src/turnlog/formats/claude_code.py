@@ -7,28 +7,40 @@ import os
 from typing import Any, Final
 
 from turnlog import events as ev
-from turnlog.errors import InvalidSessionIdError
+from turnlog.damage import Problem
+from turnlog.errors import InvalidSessionIdError, TurnlogError, UsageError
 from turnlog.events import ToolCall
-from turnlog.formats.foreign import Parsed, parse, read_file
+from turnlog.formats.foreign import ForeignFileError, Parsed, open_regular, parse, read_file
 from turnlog.formats.sniff import CLAUDE_CODE
 from turnlog.formats.transcript import Builder, Call, Transcript, text_of
-from turnlog.stores.base import child_session_id, validate_agent_id
+from turnlog.stores.base import child_session_id, validate_agent_id, validate_session_id
 
 INTERRUPT_PREFIX: Final = "[Request interrupted by user"
 # `system` lines Claude Code writes when a turn has ended cleanly.
 _TURN_ENDS: Final = frozenset({"turn_duration", "stop_hook_summary"})
 _MESSAGE_TYPES: Final = frozenset({"user", "assistant"})
 _CHAIN_TYPES: Final = frozenset({"user", "assistant", "system"})
+# Assistant lines the harness wrote itself (an API error, say), not a model reply.
+SYNTHETIC_MODEL: Final = "<synthetic>"
 # Blocks of an assistant message kept verbatim (signed reasoning).
 _VERBATIM: Final = frozenset({"thinking", "redacted_thinking"})
 
 
-def _dedupe(parsed: Parsed) -> tuple[list[dict[str, Any]], int]:
-    """Records in file order, a repeated `uuid` (a resume copying the old tail) kept once."""
+def _dedupe(parsed: Parsed) -> tuple[list[dict[str, Any]], int, int]:
+    """Records in file order as Claude Code loads them: a repeated `uuid` (a
+    resume copying the old tail) kept once, and nothing from a damaged line
+    (glued, spliced, NUL-padded), which its own parser skips whole.
+
+    Returns the records, the duplicates dropped and the damaged records left out.
+    """
     seen: set[str] = set()
     out: list[dict[str, Any]] = []
     duplicates = 0
+    damaged = 0
     for record in parsed.records:
+        if record.damaged:
+            damaged += 1
+            continue
         uuid = record.data.get("uuid")
         if isinstance(uuid, str):
             if uuid in seen:
@@ -36,51 +48,77 @@ def _dedupe(parsed: Parsed) -> tuple[list[dict[str, Any]], int]:
                 continue
             seen.add(uuid)
         out.append(record.data)
-    return out, duplicates
+    return out, duplicates, damaged
+
+
+def _model(message: Any) -> Any:
+    return message.get("model") if isinstance(message, dict) else None
+
+
+def _has_results(record: dict[str, Any]) -> bool:
+    return any(b.get("type") == "tool_result" for b in _blocks(record.get("message")))
+
+
+def _response_id(record: dict[str, Any]) -> Any:
+    message = record.get("message")
+    return message.get("id") if isinstance(message, dict) else None
 
 
 def _main_chain(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """The lines of the conversation the newest line belongs to, in file order.
+    """The conversation lines (user, assistant, system) of the chain the newest
+    line belongs to, in file order, and the newest of them.
 
-    Walked back by `parentUuid` from the newest line; tool results branch off
-    their own `tool_use` lines (parallel calls), so a result whose parent is on
-    the chain belongs to it too. Abandoned branches (retries) are left out.
+    Walked back by `parentUuid` from the newest line through every line kind:
+    Claude Code 2.1 parents lines on `progress` and `attachment` lines too.
+    Tool results branch off their own `tool_use` lines (parallel calls), so a
+    result whose parent is on the chain belongs to it, as do the other lines
+    of a response on it. Abandoned branches (retries, an edited prompt) are
+    left out.
     """
-    chain_lines = [r for r in lines if r.get("type") in _CHAIN_TYPES and r.get("uuid")]
+    linked = [r for r in lines if isinstance(r.get("uuid"), str)]
+    chain_lines = [r for r in linked if r.get("type") in _CHAIN_TYPES]
     if not chain_lines:
         return [], None
-    tip = chain_lines[-1]
-    by_uuid = {r["uuid"]: r for r in chain_lines}
+    by_uuid = {r["uuid"]: r for r in linked}
+    position = {r["uuid"]: index for index, r in enumerate(linked)}
     keep: set[str] = set()
-    node: dict[str, Any] | None = tip
+    node: dict[str, Any] | None = linked[-1]
     while node is not None and node["uuid"] not in keep:
         keep.add(node["uuid"])
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
-        node = by_uuid.get(parent) if isinstance(parent, str) else None
+        if isinstance(parent, str) and parent not in by_uuid:
+            # The parent was on a damaged line (or cut from a tail read):
+            # bridge to the line before, rather than lose the conversation.
+            before = position[node["uuid"]] - 1
+            node = linked[before] if before >= 0 else None
+        else:
+            node = by_uuid.get(parent) if isinstance(parent, str) else None
 
-    def response_id(record: dict[str, Any]) -> Any:
-        message = record.get("message")
-        return message.get("id") if isinstance(message, dict) else None
-
-    # The other lines of a response on the chain (a parallel call's tool_use
-    # line may sit on a side branch), and results branching off the chain.
-    responses = {response_id(by_uuid[u]) for u in keep if by_uuid[u].get("type") == "assistant"}
+    responses = {_response_id(by_uuid[u]) for u in keep if by_uuid[u].get("type") == "assistant"}
+    responses.discard(None)
     changed = True
     while changed:
         changed = False
-        for record in chain_lines:
+        for record in linked:
             if record["uuid"] in keep:
                 continue
             kind = record.get("type")
-            same_response = kind == "assistant" and response_id(record) in responses - {None}
-            branch = record.get("parentUuid") in keep and kind in ("user", "system")
-            if same_response or branch:
+            if kind == "assistant":
+                joins = _response_id(record) in responses
+            elif kind == "user":
+                # A result branching off its call; a prompt parented on the
+                # chain but not on the walk is an abandoned edit.
+                joins = record.get("parentUuid") in keep and _has_results(record)
+            else:
+                joins = record.get("parentUuid") in keep and kind not in ("summary",)
+            if joins:
                 keep.add(record["uuid"])
                 changed = True
-    if len(keep) == 1 and len(chain_lines) > 1:
+    kept = [r for r in chain_lines if r["uuid"] in keep]
+    if len(kept) <= 1 < len(chain_lines):
         # A tip that links to nothing known: read the file in order instead.
-        return chain_lines, tip
-    return [r for r in chain_lines if r["uuid"] in keep], tip
+        return chain_lines, chain_lines[-1]
+    return kept, kept[-1]
 
 
 def _blocks(message: Any) -> list[dict[str, Any]]:
@@ -110,15 +148,28 @@ def _links(lines: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
+# Hook events around a tool's run; a PreToolUse hook exiting 2 blocked the call.
+_TOOL_HOOKS: Final = frozenset({"PreToolUse", "PostToolUse"})
+_HOOK_BLOCKED: Final = 2
+
+
 def _started_calls(lines: list[dict[str, Any]]) -> dict[int, str]:
-    """Progress lines naming a call: evidence it started, by the line's index."""
+    """Lines naming a call as under way, by the line's index: `progress` lines
+    (hooks and subagents, before 2.1.85) and hook `attachment` lines (after).
+    Evidence that call started; nothing about any other call."""
     out: dict[int, str] = {}
     for index, record in enumerate(lines):
-        if record.get("type") != "progress":
-            continue
-        raw = record.get("data")
+        kind = record.get("type")
+        raw = record.get("data") if kind == "progress" else record.get("attachment")
         data: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        call = record.get("parentToolUseID") or record.get("toolUseID") or data.get("toolUseID")
+        if kind == "progress":
+            call = record.get("parentToolUseID") or record.get("toolUseID") or data.get("toolUseID")
+        elif kind == "attachment" and data.get("hookEvent") in _TOOL_HOOKS:
+            before = data.get("hookEvent") == "PreToolUse"
+            blocked = before and data.get("exitCode") == _HOOK_BLOCKED
+            call = None if blocked else data.get("toolUseID")
+        else:
+            continue
         if isinstance(call, str):
             out[index] = call
     return out
@@ -150,13 +201,19 @@ def _convert(
     on_chain = {id(r) for r in chain}
     started = _started_calls(lines)
     # One API response is split over several lines sharing `message.id`:
-    # gather its blocks once, in chain order.
-    responses: dict[str, list[dict[str, Any]]] = {}
+    # gather its blocks once, in chain order, each with the line it is on.
+    responses: dict[str, list[tuple[dict[str, Any], Any]]] = {}
     for record in chain:
         message = record.get("message")
         if record.get("type") == "assistant" and isinstance(message, dict) and message.get("id"):
-            responses.setdefault(message["id"], []).extend(_blocks(message))
+            responses.setdefault(message["id"], []).extend(
+                (block, record.get("uuid")) for block in _blocks(message)
+            )
     emitted: set[str] = set()
+    # Per model reply (not harness-made), the calls it asked for, in order;
+    # and whether the user stopped the turn after the newest one.
+    replies: list[list[str]] = []
+    stopped_after_reply = False
     spawned_for = {call: agent for agent, call in (links or {}).items()}
     ts: str | None = first.get("timestamp")
     for index, record in enumerate(lines):
@@ -165,6 +222,8 @@ def _convert(
         if index in started:
             call = calls.get(started[index])
             if call is not None:
+                # Proves this call started; says nothing about its siblings.
+                call.started = True
                 build.dispatch(call, ts)
             continue
         if id(record) not in on_chain:
@@ -176,14 +235,23 @@ def _convert(
         message = record.get("message")
         if kind == "assistant":
             message_id = message.get("id") if isinstance(message, dict) else None
+            if record.get("isApiErrorMessage") and _model(message) == SYNTHETIC_MODEL:
+                # Claude Code's note of a failed request ("API Error: 400 ..."):
+                # not the model's words, and not sent back to it.
+                build.counted["API error line (not model output)"] += 1
+                continue
             if message_id in emitted:
                 continue
-            blocks = responses.get(message_id) if message_id else _blocks(message)
+            blocks = (
+                responses.get(message_id)
+                if message_id
+                else [(block, record.get("uuid")) for block in _blocks(message)]
+            )
             if message_id:
                 emitted.add(message_id)
             parts: list[dict[str, Any]] = []
             asked: list[ToolCall] = []
-            for block in blocks or ():
+            for block, line_uuid in blocks or ():
                 btype = block.get("type")
                 if btype in _VERBATIM:
                     parts.append(block)
@@ -201,9 +269,12 @@ def _convert(
                         call_id=block["id"],
                         name=str(block.get("name")),
                         kind="tool_use",
-                        asked_by=record.get("uuid"),
+                        asked_by=line_uuid if isinstance(line_uuid, str) else None,
                     )
             build.assistant(parts, asked, ts)
+            if _model(message) != SYNTHETIC_MODEL:
+                replies.append([request.id for request in asked])
+                stopped_after_reply = False
             for request in asked:
                 agent = spawned_for.get(request.id)
                 if agent is not None:
@@ -240,9 +311,11 @@ def _convert(
             if not text:
                 continue
             if text.startswith(INTERRUPT_PREFIX):
-                # The user stopped the turn: not a crash.
+                # The user stopped the turn: not a crash (a call it leaves
+                # unanswered is still owed, and stays with the open turn).
                 build.user(text, ts, injected="interrupt")
-                build.end_turn(ev.TurnEndReason.CANCELLED.value, ts)
+                build.end_turn_if_settled(ev.TurnEndReason.CANCELLED.value, ts)
+                stopped_after_reply = True
             elif record.get("isMeta"):
                 build.user(text, ts, injected="meta")
             else:
@@ -253,21 +326,40 @@ def _convert(
             else:
                 build.counted[f"system {record.get('subtype')} line"] += 1
     events = build.finish(ts)
+    # What Claude Code's next request trips on: the newest model reply's calls
+    # with no result. A prompt typed after the crash (and the API error it got)
+    # does not settle them. Calls of older replies the tool got past (a model
+    # reply came after them) are history, not a brick.
+    open_calls: list[str] = []
+    if replies and not stopped_after_reply:
+        open_calls = [cid for cid in replies[-1] if not calls[cid].answered]
     return Transcript(
         kind=CLAUDE_CODE,
         session_id=session_id,
         events=events,
         calls=calls,
         counted=dict(build.counted),
+        open_calls=open_calls,
+        stopped_by_user=stopped_after_reply,
     )
 
 
-def _session_id(lines: list[dict[str, Any]], path: str) -> str:
+def _session_id(lines: list[dict[str, Any]], path: str, problems: list[Problem]) -> str:
+    """The session's id: its lines' `sessionId`, or the file's name. Content
+    names files and store keys, so it is validated first, never trusted."""
     for record in lines:
         found = record.get("sessionId")
         if isinstance(found, str):
-            return found
-    return os.path.basename(path).removesuffix(".jsonl")
+            try:
+                return validate_session_id(found)
+            except InvalidSessionIdError as error:
+                problems.append(Problem(message=f"unusable sessionId: {error.message}"))
+                break
+    stem = os.path.basename(path).removesuffix(".jsonl")
+    try:
+        return validate_session_id(stem)
+    except InvalidSessionIdError:
+        return "claude-code-session"
 
 
 def _inline_sidechains(
@@ -310,20 +402,60 @@ def _inline_sidechains(
     return out
 
 
-def _agent_files(path: str, session_id: str) -> list[str]:
-    """2.0: `agent-<id>.jsonl` beside the session; 2.1: `<session>/subagents/`."""
+def _agent_files(path: str, session_id: str, counted: dict[str, int]) -> list[str]:
+    """2.0: `agent-<id>.jsonl` beside the session; 2.1: `<session>/subagents/`.
+    Regular files only: a FIFO or a link to a device is counted, never read."""
     folder = os.path.dirname(os.path.abspath(path))
-    found = sorted(glob.glob(os.path.join(folder, glob.escape(session_id), "subagents", "*.jsonl")))
-    for candidate in sorted(glob.glob(os.path.join(folder, "agent-*.jsonl"))):
+    candidates = sorted(
+        glob.glob(
+            os.path.join(glob.escape(folder), glob.escape(session_id), "subagents", "*.jsonl")
+        )
+    )
+    found: list[str] = []
+    for candidate in candidates:
+        if _regular(candidate, counted):
+            found.append(candidate)
+    for candidate in sorted(glob.glob(os.path.join(glob.escape(folder), "agent-*.jsonl"))):
         if os.path.abspath(candidate) == os.path.abspath(path):
             continue
-        try:
-            with open(candidate, "rb") as f:
-                head = f.read(4096)
-        except OSError:
-            continue
-        if f'"sessionId":"{session_id}"'.encode() in head.replace(b" ", b""):
+        head = _head(candidate, counted)
+        if head is not None and f'"sessionId":"{session_id}"'.encode() in head.replace(b" ", b""):
             found.append(candidate)
+    return found
+
+
+def _regular(path: str, counted: dict[str, int]) -> bool:
+    try:
+        os.close(open_regular(path))
+    except (OSError, ForeignFileError):
+        key = "subagent file not read (not a regular file, or unreadable)"
+        counted[key] = counted.get(key, 0) + 1
+        return False
+    return True
+
+
+def _head(path: str, counted: dict[str, int]) -> bytes | None:
+    try:
+        fd = open_regular(path)
+    except (OSError, ForeignFileError):
+        key = "subagent file not read (not a regular file, or unreadable)"
+        counted[key] = counted.get(key, 0) + 1
+        return None
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def agent_of(lines: list[dict[str, Any]], path: str) -> str | None:
+    """The agent id of a subagent's own file (every line on a side chain), or None."""
+    linked = [r for r in lines if r.get("uuid")]
+    if not linked or not all(r.get("isSidechain") is True for r in linked):
+        return None
+    found = next((r["agentId"] for r in linked if isinstance(r.get("agentId"), str)), None)
+    if found is None:
+        name = os.path.basename(path).removesuffix(".jsonl")
+        found = name.removeprefix("agent-") if name.startswith("agent-") else None
     return found
 
 
@@ -334,62 +466,97 @@ def read_claude_code(path: str, *, subagents: bool = True) -> Transcript:
 
 def from_parsed(parsed: Parsed, path: str, *, subagents: bool = True) -> Transcript:
     """The transcript of parsed lines: a whole file, or only its tail (a scan)."""
-    lines, duplicates = _dedupe(parsed)
+    lines, duplicates, damaged = _dedupe(parsed)
+    problems = list(parsed.problems)
+    session_id = _session_id(lines, path, problems)
+    agent = agent_of(lines, path)
+    if agent is not None:
+        return _agent_file(parsed, path, lines, session_id, agent, problems)
     main = [r for r in lines if r.get("isSidechain") is not True]
-    session_id = _session_id(lines, path)
     chain, tip = _main_chain(main)
-    is_agent_file = bool(lines) and all(
-        r.get("isSidechain") is True for r in lines if r.get("uuid")
-    )
-    if is_agent_file:
-        # A subagent's own file: every line is on its side chain.
-        chain, tip = _main_chain([r for r in lines if r.get("uuid")])
-        main = lines
     links = _links(main)
     transcript = _convert(session_id, main, chain, links=links)
-    transcript.problems = parsed.problems
+    transcript.problems = tuple(problems)
     transcript.torn = parsed.torn
     transcript.tip = tip
-    if duplicates:
-        transcript.counted["repeated uuid (a resume's copy)"] = duplicates
-    counted_summaries = sum(1 for r in lines if r.get("type") == "summary")
-    if counted_summaries:
-        transcript.counted["summary line"] = counted_summaries
-    if not subagents or is_agent_file:
+    _count(transcript, lines, duplicates, damaged)
+    if not subagents:
         return transcript
     task_prompts = {
         c.call_id: _call_arguments(transcript, c.call_id) for c in transcript.calls.values()
     }
     transcript.children.extend(_inline_sidechains(session_id, lines, task_prompts))
-    calls_by_agent = links
-    for agent_file in _agent_files(path, session_id):
-        child_parsed = parse(read_file(agent_file))
-        child_lines, _ = _dedupe(child_parsed)
-        agent = next(
-            (r["agentId"] for r in child_lines if isinstance(r.get("agentId"), str)),
-            os.path.basename(agent_file).removesuffix(".jsonl").removeprefix("agent-"),
-        )
+    for agent_file in _agent_files(path, session_id, transcript.counted):
         try:
-            validate_agent_id(agent)
+            child_parsed = parse(read_file(agent_file))
+        except (OSError, TurnlogError):
+            key = "subagent file not read (not a regular file, or unreadable)"
+            transcript.counted[key] = transcript.counted.get(key, 0) + 1
+            continue
+        child_lines, _, _ = _dedupe(child_parsed)
+        child_agent = agent_of(child_lines, agent_file) or os.path.basename(
+            agent_file
+        ).removesuffix(".jsonl").removeprefix("agent-")
+        try:
+            validate_agent_id(child_agent)
         except InvalidSessionIdError:
             key = "subagent file with an unusable agent id"
             transcript.counted[key] = transcript.counted.get(key, 0) + 1
             continue
-        child_id = child_session_id(session_id, agent)
-        child_chain, child_tip = _main_chain([r for r in child_lines if r.get("uuid")])
-        child = _convert(
-            child_id,
-            child_lines,
-            child_chain,
-            spawned_by=ev.SpawnedBy(
-                session_id=session_id, call_id=calls_by_agent.get(agent), agent_id=agent
-            ),
-            agent_id=agent,
+        child = _agent_file(
+            child_parsed, agent_file, child_lines, session_id, child_agent, [], links=links
         )
-        child.problems = child_parsed.problems
-        child.tip = child_tip
         transcript.children.append(child)
     return transcript
+
+
+def _agent_file(
+    parsed: Parsed,
+    path: str,
+    lines: list[dict[str, Any]],
+    parent_id: str,
+    agent: str,
+    problems: list[Problem],
+    *,
+    links: dict[str, str] | None = None,
+) -> Transcript:
+    """A subagent's own file: a child session of the session its lines name,
+    wherever the file is found (it carries its parent's `sessionId`)."""
+    try:
+        child_id = child_session_id(parent_id, validate_agent_id(agent))
+    except InvalidSessionIdError as error:
+        raise UsageError(
+            f"{path} is a subagent file with an unusable agent id {agent!r}",
+            hint="it is imported with its parent session when its id is usable",
+        ) from error
+    chain, tip = _main_chain([r for r in lines if r.get("uuid")])
+    child = _convert(
+        child_id,
+        lines,
+        chain,
+        spawned_by=ev.SpawnedBy(
+            session_id=parent_id, call_id=(links or {}).get(agent), agent_id=agent
+        ),
+        agent_id=agent,
+    )
+    child.problems = tuple(problems)
+    child.torn = parsed.torn
+    child.tip = tip
+    child.agent_id = agent
+    child.parent_session = parent_id
+    return child
+
+
+def _count(
+    transcript: Transcript, lines: list[dict[str, Any]], duplicates: int, damaged: int
+) -> None:
+    if duplicates:
+        transcript.counted["repeated uuid (a resume's copy)"] = duplicates
+    if damaged:
+        transcript.counted["record on a damaged line (Claude Code skips the line)"] = damaged
+    summaries = sum(1 for r in lines if r.get("type") == "summary")
+    if summaries:
+        transcript.counted["summary line"] = summaries
 
 
 def _call_arguments(transcript: Transcript, call_id: str) -> dict[str, Any]:

@@ -7,10 +7,13 @@ import os
 from typing import Any, Final
 
 from turnlog import events as ev
+from turnlog.damage import Problem
+from turnlog.errors import InvalidSessionIdError
 from turnlog.events import ToolCall
 from turnlog.formats.foreign import Parsed, parse, read_file
 from turnlog.formats.sniff import CODEX
 from turnlog.formats.transcript import Builder, Call, Transcript, text_of
+from turnlog.stores.base import validate_session_id
 
 # Items the model writes; consecutive ones form one assistant message.
 _MODEL_ITEMS: Final = frozenset(
@@ -82,6 +85,20 @@ def _finished_output(payload: dict[str, Any]) -> str:
     return f"{prefix}Output:\n{text}" if text else prefix.rstrip() or "(no output recorded)"
 
 
+def _session_id(found: Any, path: str, problems: list[Problem]) -> str:
+    """The rollout's id, or the file's name: content names store keys, so it
+    is validated first, never trusted."""
+    if found is not None:
+        try:
+            return validate_session_id(str(found))
+        except InvalidSessionIdError as error:
+            problems.append(Problem(message=f"unusable session id: {error.message}"))
+    try:
+        return validate_session_id(os.path.basename(path).removesuffix(".jsonl"))
+    except InvalidSessionIdError:
+        return "codex-session"
+
+
 def read_codex(path: str) -> Transcript:
     """Read a Codex rollout file as turnlog events."""
     return from_parsed(parse(read_file(path)), path)
@@ -89,10 +106,14 @@ def read_codex(path: str) -> Transcript:
 
 def from_parsed(parsed: Parsed, path: str) -> Transcript:
     """The transcript of parsed lines: a whole file, or only its tail (a scan)."""
-    lines, variant = _envelopes([r.data for r in parsed.records])
+    # Codex parses each line whole and skips one it cannot: nothing salvaged
+    # from a damaged line is part of the conversation it loads.
+    damaged = sum(1 for r in parsed.records if r.damaged)
+    lines, variant = _envelopes([r.data for r in parsed.records if not r.damaged])
     found_meta = next((p for t, _, p in lines if t == "session_meta"), None)
     meta: dict[str, Any] = found_meta if isinstance(found_meta, dict) else {}
-    session_id = str(meta.get("id") or os.path.basename(path).removesuffix(".jsonl"))
+    problems = list(parsed.problems)
+    session_id = _session_id(meta.get("id"), path, problems)
     first_ts = meta.get("timestamp") or next((ts for _, ts, _ in lines if ts), None)
     header = ev.Session(
         session_id=session_id,
@@ -109,12 +130,21 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
     pending_calls: list[ToolCall] = []
     recorded: dict[str, tuple[str, str]] = {}
     ts: str | None = first_ts
+    # The newest model item was a reasoning item (what a reasoning item
+    # belongs to is the item right after it).
+    last_was_reasoning = False
+    # The tool closed the newest turn itself (task_complete, turn_aborted).
+    closed_by_tool = False
+    aborted = False
 
     def flush() -> None:
-        nonlocal pending_parts, pending_calls
+        nonlocal pending_parts, pending_calls, last_was_reasoning
         if pending_parts or pending_calls:
             build.assistant(pending_parts, pending_calls, ts)
+            for call in pending_calls:
+                calls[call.id].turn = build.turn_number
         pending_parts, pending_calls = [], []
+        last_was_reasoning = False
 
     def settle_recorded() -> None:
         # Outputs known only from `*_end` events, for calls the turn still owes.
@@ -136,8 +166,17 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
             elif item in _MODEL_ITEMS:
                 if item == "reasoning":
                     pending_parts.append(payload)
-                elif item == "web_search_call":
+                    last_was_reasoning = True
+                    continue
+                if item == "web_search_call":
+                    # A search the server ran; turnlog's transcript has no
+                    # such item, so it is not imported, and neither is the
+                    # reasoning item it followed (a reasoning item is only
+                    # valid with the item it led to).
                     build.counted["web_search_call item (no output item)"] += 1
+                    if last_was_reasoning and pending_parts:
+                        pending_parts.pop()
+                        build.counted["reasoning item before a web_search_call"] += 1
                 else:
                     call_id = str(payload.get("call_id") or payload.get("id"))
                     name = str(
@@ -158,6 +197,7 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
                         ToolCall(id=call_id, name=name, arguments=arguments, extra=extra)
                     )
                     calls[call_id] = Call(call_id=call_id, name=name, kind=_CALL_KINDS[item])
+                last_was_reasoning = False
             elif item in _OUTPUTS:
                 flush()
                 call_id = str(payload.get("call_id"))
@@ -171,6 +211,7 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
                 flush()
                 text = text_of(payload.get("content"))
                 if role in ("user",) and not text.lstrip().startswith("<"):
+                    closed_by_tool = aborted = False
                     build.prompt(text, ts)
                 elif role in ("system", "developer"):
                     build.counted[f"{role} message"] += 1
@@ -185,18 +226,24 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
             event = str(payload.get("type"))
             call_id = str(payload.get("call_id"))
             if event in _BEGINS and call_id in calls:
+                # Proves this call started; says nothing about its siblings.
+                calls[call_id].started = True
                 build.dispatch(calls[call_id], ts)
             elif event in _ENDS and call_id in calls:
+                calls[call_id].started = True
                 build.dispatch(calls[call_id], ts)
                 recorded[call_id] = (event, _finished_output(payload))
             elif event == "task_started":
+                closed_by_tool = aborted = False
                 if not build.turn_open:
                     build.start_turn(ts)
             elif event == "task_complete":
                 settle_recorded()
-                build.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
+                closed_by_tool = True
+                build.end_turn_if_settled(ev.TurnEndReason.COMPLETE.value, ts)
             elif event == "turn_aborted":
-                build.end_turn(ev.TurnEndReason.CANCELLED.value, ts)
+                closed_by_tool = aborted = True
+                build.end_turn_if_settled(ev.TurnEndReason.CANCELLED.value, ts)
             else:
                 build.counted[f"{event} event"] += 1
         elif kind == "compacted" and isinstance(payload, dict):
@@ -221,13 +268,25 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
     flush()
     settle_recorded()
     events = build.finish(ts)
+    if damaged:
+        build.counted["record on a damaged line (Codex skips the line)"] += damaged
+    # What a repair answers: the newest turn's calls with no output, unless
+    # Codex closed that turn itself. An older turn's orphan (a new prompt came
+    # after it) Codex answers "aborted" on its own at request time.
+    open_calls = (
+        []
+        if closed_by_tool
+        else [c.call_id for c in calls.values() if c.turn == build.turn_number and not c.answered]
+    )
     return Transcript(
         kind=CODEX,
         session_id=session_id,
         events=events,
         calls=calls,
-        problems=parsed.problems,
+        problems=tuple(problems),
         torn=parsed.torn,
         counted=dict(build.counted),
         variant=variant,
+        open_calls=open_calls,
+        stopped_by_user=aborted,
     )

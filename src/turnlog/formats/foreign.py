@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from typing import Any, Final
@@ -12,11 +14,23 @@ from typing import Any, Final
 import msgspec
 
 from turnlog.damage import Problem, TornTail
-from turnlog.errors import SessionLockedError, UsageError
+from turnlog.errors import SessionLockedError, TurnlogError, UsageError
+from turnlog.formats.sniff import CLAUDE_CODE, CODEX
 from turnlog.stores.sidecar import move_torn_tail
 
-# A transcript modified this recently may still be written by its tool.
+# A transcript modified this recently may still be written by its tool. Codex
+# holds its rollout open for the session's whole life (its recorder owns the
+# file in a writer task), so an open file descriptor is the signal and the
+# window only a backstop. Claude Code opens, appends and closes for each line
+# (spliced lines in its own issue tracker show unsynchronised appends), so no
+# descriptor betrays it, and it writes nothing while a tool runs or while it
+# waits for the user: a Bash call may run 10 minutes by its own timeout.
 LIVE_WINDOW_S: Final = 10.0
+LIVE_WINDOWS_S: Final = {CLAUDE_CODE: 600.0, CODEX: 10.0}
+# An mtime up to this far ahead of the clock is a write just now, seen through
+# timestamp jitter; further ahead it is a clock set back or a copied file,
+# which says nothing about a live writer.
+CLOCK_SKEW_S: Final = 2.0
 # A foreign file is read whole to repair it; past this it is refused.
 MAX_FOREIGN_BYTES: Final = 4 * 1024**3
 # The tail a directory scan reads of each file first, and the most it reads
@@ -27,11 +41,30 @@ _DECODER: Final = json.JSONDecoder()
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True):
-    """One JSON object of a foreign file, with where it starts."""
+    """One JSON object of a foreign file, with where it starts.
+
+    `damaged` marks an object salvaged from a line that is not one whole JSON
+    value (glued, spliced, NUL-padded): Claude Code and Codex parse each line
+    whole and skip such a line, so what it holds is evidence, never part of
+    the conversation the tool will load.
+    """
 
     offset: int
     line: int
     data: dict[str, Any]
+    damaged: bool = False
+
+
+class ForeignFileError(TurnlogError):
+    """A path that cannot be read as a transcript: not a regular file, too big."""
+
+    hint = "pass a regular transcript file; devices, FIFOs and sockets are never read"
+
+
+class AppendFailedError(TurnlogError):
+    """An append that did not complete; the file was cut back to its size before it."""
+
+    hint = "free some space (or fix the permissions) and run doctor again"
 
 
 class Parsed(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,13 +118,18 @@ def _read_line(raw: bytes, offset: int, number: int, problems: list[Problem]) ->
         return []
     objects = _objects(text.strip())
     if objects is not None:
+        # One whole object on a clean line is what the tool loads; glued
+        # records or NUL bytes make the tool's own parser skip the line.
+        damaged = len(objects) > 1 or len(stripped) != len(raw)
         if len(objects) > 1:
             problems.append(
                 Problem(
-                    message=f"{len(objects)} records glued on one line", line=number, offset=offset
+                    message=f"{len(objects)} records glued on one line; the tool skips the line",
+                    line=number,
+                    offset=offset,
                 )
             )
-        return [Record(offset=offset, line=number, data=item) for item in objects]
+        return [Record(offset=offset, line=number, data=item, damaged=damaged) for item in objects]
     # A partial write followed by the next append: find where a whole record
     # (or several) starts, and report the fragment before it.
     position = text.find('{"', 1)
@@ -101,12 +139,15 @@ def _read_line(raw: bytes, offset: int, number: int, problems: list[Problem]) ->
             problems.append(
                 Problem(
                     message=f"a cut-off record of {position} characters glued before the next one; "
-                    "kept, not read",
+                    "kept, not read (the tool skips the line)",
                     line=number,
                     offset=offset,
                 )
             )
-            return [Record(offset=offset + position, line=number, data=item) for item in rest]
+            return [
+                Record(offset=offset + position, line=number, data=item, damaged=True)
+                for item in rest
+            ]
         position = text.find('{"', position + 1)
     problems.append(
         Problem(message="not a JSON record; kept, not read", line=number, offset=offset)
@@ -146,6 +187,8 @@ def _last_line(
                 break
             if not isinstance(value, dict):
                 break
+            # Whole records before a cut fragment: once the fragment is moved
+            # to its sidecar they end the file as a whole line the tool loads.
             kept.append(Record(offset=offset + cut, line=number, data=value))
             cut = len(text[:index].encode("utf-8"))
     return kept, TornTail(offset=offset + cut, size_bytes=len(raw) - cut)
@@ -177,25 +220,89 @@ def parse(data: bytes) -> Parsed:
     )
 
 
-def read_file(path: str) -> bytes:
-    size = os.stat(path).st_size
-    if size > MAX_FOREIGN_BYTES:
+def open_regular(path: str) -> int:
+    """A read-only descriptor on `path`, refused unless it is a regular file.
+
+    Opened non-blocking, so a FIFO never hangs the open; checked with `fstat`
+    on what was opened, so a swapped path cannot slip a device in after the
+    check. The caller closes it.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ForeignFileError(f"{path} is not a regular file; it was not read")
+    return fd
+
+
+def read_limited(fd: int, limit: int) -> bytes:
+    """Up to `limit` bytes from `fd`, counted as read (a file's `stat` size can
+    lie: /proc, a file still growing)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit:
+        chunk = os.read(fd, min(1 << 20, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def read_file(path: str, *, limit: int | None = None) -> bytes:
+    """The whole of a regular file, refused past `limit` bytes (default
+    MAX_FOREIGN_BYTES), measured by reading."""
+    cap = MAX_FOREIGN_BYTES if limit is None else limit
+    fd = open_regular(path)
+    try:
+        data = read_limited(fd, cap + 1)
+    finally:
+        os.close(fd)
+    if len(data) > cap:
         raise UsageError(
-            f"{path} is {size} bytes, over the {MAX_FOREIGN_BYTES}-byte limit for one transcript",
+            f"{path} is over the {cap}-byte limit for one transcript",
             hint="split the file, or repair it by hand",
         )
-    with open(path, "rb") as f:
-        return f.read()
+    return data
+
+
+def read_first_line(path: str, *, limit: int = MAX_FOREIGN_BYTES) -> bytes:
+    """The file's first line, however long (a pasted screenshot makes it many
+    MiB), up to `limit` bytes."""
+    fd = open_regular(path)
+    try:
+        chunks: list[bytes] = []
+        total = 0
+        while total < limit:
+            chunk = os.read(fd, min(1 << 20, limit - total))
+            if not chunk:
+                break
+            end = chunk.find(b"\n")
+            if end != -1:
+                chunks.append(chunk[: end + 1])
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def read_tail(path: str, size_bytes: int = SCAN_TAIL_BYTES) -> tuple[bytes, bool]:
     """The last `size_bytes` of a file, from its first whole line; and whether
     that is the whole file."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
         start = max(0, size - size_bytes)
-        f.seek(start)
-        data = f.read(size - start)
+        os.lseek(fd, start, os.SEEK_SET)
+        data = read_limited(fd, size_bytes)
+    finally:
+        os.close(fd)
     if start:
         cut = data.find(b"\n")
         data = data[cut + 1 :] if cut != -1 else b""
@@ -223,9 +330,19 @@ def holders(path: str) -> list[int]:
     return found
 
 
+def live_window(kind: str) -> float:
+    """The default quiet time after which `kind`'s writer is taken to have stopped."""
+    return LIVE_WINDOWS_S.get(kind, LIVE_WINDOW_S)
+
+
 def refuse_if_live(path: str, *, window_s: float = LIVE_WINDOW_S) -> None:
     """Refuse a file its tool may still be writing: held open by a process, or
-    modified in the last `window_s` seconds."""
+    modified in the last `window_s` seconds.
+
+    An mtime in the future (a clock set back, a file from another machine)
+    says nothing about a live writer: it is not refused for that, or it would
+    be refused until the clock caught up.
+    """
     pids = holders(path)
     if pids:
         raise SessionLockedError(
@@ -234,10 +351,12 @@ def refuse_if_live(path: str, *, window_s: float = LIVE_WINDOW_S) -> None:
             pid=pids[0],
         )
     age_s = time.time() - os.stat(path).st_mtime
-    if age_s < window_s:
+    if 0 <= age_s < window_s or -CLOCK_SKEW_S < age_s < 0:
         raise SessionLockedError(
-            f"{path} was modified {age_s:.1f} s ago; its tool may still be writing it "
-            f"(wait {window_s:g} s, or pass --force)"
+            f"{path} was modified {max(age_s, 0.0):.1f} s ago; its tool may still be writing "
+            f"it (a writer that is running a tool or waiting for you writes nothing for "
+            f"minutes; this check waits {window_s:g} s: pass --live-window SECONDS, or --force "
+            "when you know the tool has exited)"
         )
 
 
@@ -264,15 +383,46 @@ def quarantine(path: str, torn: TornTail) -> TornTail:
 
 
 def append_lines(path: str, lines: Iterator[bytes] | list[bytes], *, newline_first: bool) -> int:
-    """Append whole lines in one write and sync them; returns the bytes written."""
+    """Append whole lines in one write and sync them; returns the bytes written.
+
+    All or nothing: a short or failed write (a full disk) is undone by cutting
+    the file back to its size before the append, which removes only bytes this
+    call wrote, and is reported as `AppendFailedError`.
+    """
     data = (b"\n" if newline_first else b"") + b"".join(line + b"\n" for line in lines)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
+        before = os.fstat(fd).st_size
+        done = 0
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                if written == 0:
+                    raise OSError(errno.ENOSPC, "no byte written")
+                done += written
+                view = view[written:]
+            os.fsync(fd)
+        except OSError as error:
+            raise AppendFailedError(
+                f"appending the repair to {path} failed ({error.strerror or error}); "
+                + _undo(fd, before, done)
+            ) from error
     finally:
         os.close(fd)
     return len(data)
+
+
+def _undo(fd: int, before: int, done: int) -> str:
+    """Cut a failed append back, when the file holds exactly what it held plus
+    the bytes this append wrote; never a byte another writer added."""
+    size = os.fstat(fd).st_size
+    if size != before + done:
+        return (
+            f"the file grew by {size - before} bytes, not the {done} this append wrote, so "
+            "another writer is at work: nothing was cut, and the end of the file needs a look"
+        )
+    os.ftruncate(fd, before)
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+    return f"the file was cut back to its {before} bytes before the repair"

@@ -23,10 +23,17 @@ class Call(msgspec.Struct, kw_only=True):
     # How the tool writes its output line (Codex: "function", "custom"; Claude
     # Code: "tool_use").
     kind: str = "function"
-    # The line that asked for it (Claude Code: its assistant line's uuid).
+    # The line that asked for it (Claude Code: the uuid of the line holding its
+    # `tool_use` block, which is what a result line names as its parent).
     asked_by: str | None = None
     # An output line for it is in the file.
     answered: bool = False
+    # A line proves the call started (a Claude Code `progress` line for it,
+    # Codex's `exec_command_begin`). Its absence proves nothing: Claude Code
+    # writes progress lines only for tools with hooks.
+    started: bool = False
+    # The importer's turn number when the call was asked for.
+    turn: int = 0
     # The real output, recorded by a line that is not model input (Codex's
     # `exec_command_end`), when the output line itself never reached the file.
     recorded_output: str | None = None
@@ -50,6 +57,15 @@ class Transcript(msgspec.Struct, kw_only=True):
     children: list[Transcript] = msgspec.field(default_factory=list)
     # The file's format variant, for writing lines the same way (Codex legacy).
     variant: str = ""
+    # The calls a repair answers, in call order: those left unanswered where
+    # the tool's next request will trip on them (see each reader).
+    open_calls: list[str] = msgspec.field(default_factory=list)
+    # The user stopped the newest turn (Claude Code's "[Request interrupted by
+    # user", Codex's `turn_aborted`): not a crash, nothing for a repair.
+    stopped_by_user: bool = False
+    # Set for a subagent's own file: the agent id and the parent session.
+    agent_id: str | None = None
+    parent_session: str | None = None
 
 
 class Builder:
@@ -62,6 +78,8 @@ class Builder:
         self.counted: Counter[str] = Counter()
         self._last_role: str | None = None
         self._last_calls = False
+        # The last assistant message held only reasoning: cut, not finished.
+        self._last_reasoning_only = False
         self._turns = 0
         self._steps = 0
         self.add(header, ts)
@@ -76,6 +94,10 @@ class Builder:
     def turn_open(self) -> bool:
         return self.fold.turn_open
 
+    @property
+    def turn_number(self) -> int:
+        return self._turns
+
     def start_turn(self, ts: str | None) -> None:
         self._turns += 1
         self._steps = 0
@@ -89,10 +111,23 @@ class Builder:
         self.add(ev.TurnEnd(reason=reason, turn=self._turns, steps=self._steps), ts)
 
     def prompt(self, content: Content, ts: str | None, *, injected: str | None = None) -> None:
-        """A user's prompt: the turn before it is over, a new one begins."""
-        self.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
+        """A user's prompt: a new turn begins.
+
+        The turn before it ends here only when it owes nothing: a prompt typed
+        after a crash (`claude --resume`, then "continue") does not make the
+        crashed turn complete. It stays open, and the fold carries its owed
+        calls into the new turn for recovery to answer.
+        """
+        if not self.fold.owed_in_open_turn():
+            self.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
         self.user(content, ts, injected=injected)
         self.start_turn(ts)
+
+    def end_turn_if_settled(self, reason: str, ts: str | None) -> None:
+        """End the open turn unless it still owes calls (those are a crash's,
+        whatever line the tool wrote next)."""
+        if not self.fold.owed_in_open_turn():
+            self.end_turn(reason, ts)
 
     def user(self, content: Content, ts: str | None, *, injected: str | None = None) -> None:
         self.add(ev.UserMessage(content=content, injected=injected), ts)
@@ -107,6 +142,7 @@ class Builder:
         self.add(ev.StepStart(turn=self._turns, step=self._steps), ts)
         self.add(ev.AssistantMessage(content=content, tool_calls=calls), ts)
         self._last_role, self._last_calls = "assistant", bool(calls)
+        self._last_reasoning_only = not calls and is_reasoning_only(content)
 
     def dispatch(self, call: Call, ts: str | None) -> None:
         """Evidence that a call started, before any result: a `tool_dispatch`."""
@@ -133,9 +169,21 @@ class Builder:
             and not self.fold.owed_in_open_turn()
             and self._last_role == "assistant"
             and not self._last_calls
+            and not self._last_reasoning_only
         ):
             self.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
         return self.events
+
+
+REASONING_PARTS = frozenset({"thinking", "redacted_thinking", "reasoning"})
+
+
+def is_reasoning_only(content: Content) -> bool:
+    """True for assistant content that holds parts, all of them reasoning: a
+    message that asked for nothing and said nothing (a crash cut the reply)."""
+    if not isinstance(content, list) or not content:
+        return False
+    return all(isinstance(p, dict) and p.get("type") in REASONING_PARTS for p in content)
 
 
 def text_of(value: Any) -> str:

@@ -15,12 +15,17 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
     """`{"input": [...]}` for `responses.create`.
 
     Reasoning items (with `encrypted_content`) are replayed verbatim, in
-    their place, followed by the message or function call they led to.
+    their place, followed by the message or function call they led to. A
+    reasoning item that led to nothing the transcript holds (a crash right
+    after it, a server-side item not imported, another reasoning item) is
+    left out: the API refuses a reasoning item without its following item,
+    and the item is opaque model state, never something the model said.
     """
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "assistant":
             text: list[str] = []
+            held: dict[str, Any] | None = None
             for part in parts_of(message.content):
                 if part.get("type") == "reasoning":
                     if text:
@@ -28,12 +33,19 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
                             {"type": "message", "role": "assistant", "content": "\n\n".join(text)}
                         )
                         text = []
-                    items.append(part)
+                    # A reasoning item right before another led to nothing.
+                    held = part
                 elif part.get("type") == "text" and part.get("text"):
+                    if held is not None:
+                        items.append(held)
+                        held = None
                     text.append(part["text"])
             if text:
                 items.append({"type": "message", "role": "assistant", "content": "\n\n".join(text)})
             for call in message.tool_calls:
+                if held is not None:
+                    items.append(held)
+                    held = None
                 item: dict[str, Any] = {
                     "type": "function_call",
                     "call_id": call.id,
