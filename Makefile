@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Test workers: one per core (pytest-xdist); `make test JOBS=0` runs in one process.
+# Test workers: one per core (pytest-xdist), each taking whole files, since some
+# files gather counts across their tests; `make test JOBS=0` runs in one process.
 JOBS ?= auto
 
 .PHONY: demo test lint typecheck unit quick bench clean
@@ -28,7 +29,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/pytest -n $(JOBS)
+	$(BIN)/pytest -n $(JOBS) --dist loadfile
 
 test: lint typecheck unit
 
@@ -36,7 +37,7 @@ test: lint typecheck unit
 # time first, stopping at the first failure; no type check.
 quick: $(STAMP)
 	$(BIN)/ruff check $(wildcard src tests bench)
-	$(BIN)/pytest -n $(JOBS) -x --ff
+	$(BIN)/pytest -n $(JOBS) --dist loadfile -x --ff
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --group bench

@@ -284,11 +284,6 @@ def test_every_cut_of_every_session(tmp_path: Path) -> None:
     assert COUNTS["cuts resumed with a new prompt, still repaired"] >= 10
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="needs core verdict change: a dispatch or step imported from a foreign "
-    "file (origin import) must not enable R2/R3",
-)
 def test_imported_cuts_never_say_not_started(tmp_path: Path) -> None:
     """The same cuts imported: recovery's verdicts on the imported events claim
     only what the file proves (a progress line proves that call started, and

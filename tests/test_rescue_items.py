@@ -129,9 +129,6 @@ def test_an_imported_turn_closed_by_a_new_prompt_is_not_complete(tmp_path: Path)
     assert all(d.reason != "interrupted" for d in after if isinstance(d, TurnEnd))
 
 
-@pytest.mark.xfail(
-    strict=False, reason="needs core fold change: a turn_start carries the open turn's owed calls"
-)
 def test_an_imported_orphan_is_owed_after_the_next_prompt(tmp_path: Path) -> None:
     path, _ = crashed_then_continue(tmp_path)
     owed = verdict(read_transcript(str(path), "claude-code").events).owed

@@ -533,6 +533,11 @@ class Fold:
     def _on_turn_start(self, event: Event, data: ev.TurnStart) -> None:
         earlier = self._turn
         self._turn = _MutableTurn(event.seq, data.turn)
+        if event.origin == Origin.IMPORT.value:
+            # A turn read from another tool's file: its writer did not
+            # dispatch ahead, so the turn proves nothing about which of its
+            # calls ran (R1 and R4 only; a start line it recorded is R1).
+            self._turn.result_without_dispatch = True
         if earlier is not None:
             # No turnlog writer starts a turn inside another; a log that does
             # (hand-made, imported) crashed in the earlier turn. Its owed calls
