@@ -252,3 +252,16 @@ def test_reads_race_no_writes_for_ten_seconds(tmp_path: Path) -> None:
     with turnlog.open(tmp_path / "s.jsonl", durability="none") as log:
         open_step(log)
         assert reader_threads_see_snapshots(log, duration_s=10.0) > 0
+
+
+def test_an_idempotency_typo_is_refused_with_the_values(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        open_step(log)
+        log.assistant("", [PAY])
+        before = log.next_seq
+        with pytest.raises(turnlog.UsageError, match="destructiv") as caught:
+            log.begin_dispatch(PAY, idempotency="destructiv")
+        assert "read_only" in str(caught.value) and caught.value.hint
+        assert log.next_seq == before
+        with log.dispatch(PAY, idempotency="destructive") as call:
+            call.result("paid")

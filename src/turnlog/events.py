@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, TypeAlias, Union, cast
+from typing import Any, ClassVar, Final, Literal, TypeAlias, Union, cast
 
 import msgspec
 
@@ -65,6 +65,10 @@ class Idempotency(enum.StrEnum):
     IDEMPOTENT = "idempotent"
     DESTRUCTIVE = "destructive"
     UNKNOWN = "unknown"
+
+
+#: What a dispatch may say about its tool, for signatures a type checker reads.
+IdempotencyValue: TypeAlias = Literal["read_only", "idempotent", "destructive", "unknown"]
 
 
 # Payloads and events hold JSON data only, which cannot form reference

@@ -24,7 +24,14 @@ from turnlog.errors import (
     UsageError,
     WriteOrderError,
 )
-from turnlog.events import Content, Event, EventData, Origin, ToolCall, TurnEndReason
+from turnlog.events import (
+    Content,
+    Event,
+    EventData,
+    Origin,
+    ToolCall,
+    TurnEndReason,
+)
 from turnlog.fold import Fold, Message, SessionState
 from turnlog.recovery import Plan, plan_verdict, unwind_events, unwind_result
 from turnlog.selfcheck import recovery_exports
@@ -539,7 +546,11 @@ class Log:
             self.end_dispatch(handle, None)
 
     def begin_dispatch(
-        self, call: ToolCall, *, idempotency: str | None = None, join: str | None = None
+        self,
+        call: ToolCall,
+        *,
+        idempotency: str | None = None,
+        join: str | None = None,
     ) -> Dispatch:
         with self._lock:
             if not self._fold.turn_open:

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from typing import Final
 
 from turnlog import events as ev
-from turnlog.errors import WriteOrderError
-from turnlog.events import EventData, Origin, TurnEndReason
+from turnlog.errors import UsageError, WriteOrderError
+from turnlog.events import EventData, Idempotency, Origin, TurnEndReason
 from turnlog.fold import Fold
+
+_IDEMPOTENCY: Final = tuple(value.value for value in Idempotency)
 
 # Origins of turnlog's own repairs: recovery closes what a crash left open.
 _REPAIR_ORIGINS: Final = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
@@ -46,7 +48,14 @@ def _undispatched_result(
     )
 
 
-def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> WriteOrderError | None:
+def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> UsageError | None:
+    if data.idempotency is not None and data.idempotency not in _IDEMPOTENCY:
+        # A typo would silently lose the wording a destructive tool deserves.
+        return UsageError(
+            f"idempotency {data.idempotency!r} of call {data.call_id!r} is not one of "
+            f"{', '.join(_IDEMPOTENCY)}",
+            hint="say read_only, idempotent, destructive or unknown, or leave it out",
+        )
     if not fold.turn_open:
         return WriteOrderError(
             f"dispatch of call {data.call_id!r} outside any turn",
@@ -161,7 +170,7 @@ def _session(fold: Fold, data: ev.Session, origin: str | None) -> WriteOrderErro
     return WriteOrderError("a session header is written only at seq 0, when the log is created")
 
 
-_RULES: Final[dict[type, Callable[[Fold, EventData, str | None], WriteOrderError | None]]] = {
+_RULES: Final[dict[type, Callable[[Fold, EventData, str | None], UsageError | None]]] = {
     ev.ToolResult: _result,  # type: ignore[dict-item]
     ev.ToolDispatch: _dispatch,  # type: ignore[dict-item]
     ev.TurnStart: _turn_start,  # type: ignore[dict-item]
@@ -179,8 +188,9 @@ CHECKED_TYPES: Final = frozenset(_RULES)
 
 def order_error(
     fold: Fold, data: EventData, origin: str | None, *, allow_undispatched: bool = False
-) -> WriteOrderError | None:
-    """Why appending `data` now would break the write order, or None."""
+) -> UsageError | None:
+    """Why appending `data` now would break the write order (a `WriteOrderError`)
+    or the vocabulary (a `UsageError`), or None."""
     rule = _RULES.get(type(data))
     if rule is None:
         return None
