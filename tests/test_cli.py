@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -413,6 +414,50 @@ def test_demo_crashes_then_recovers(tmp_path: Path) -> None:
     assert out.count("invoice 9: paid $50") == 1
     # Piped, the demo keeps a terminal's width: its rules do not run on.
     assert max(len(line) for line in out.splitlines()) <= 200
+
+
+def test_every_command_s_help_shows_an_example() -> None:
+    def commands(group: click.Group, prefix: str = "") -> list[str]:
+        found = []
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                found += commands(command, f"{prefix}{name} ")
+            else:
+                found.append(f"{prefix}{name}")
+        return found
+
+    for path in commands(main):
+        code, out, _ = run(*path.split(), "--help")
+        assert code == 0 and "Example:" in out, path
+        assert f"turnlog {path} " in out.split("Example:")[1], path
+
+
+def test_shell_completion_as_documented() -> None:
+    # The documented set-up line prints a completion script, and the script's
+    # own call completes a command name.
+    turnlog_script = str(Path(sys.executable).with_name("turnlog"))
+    script = subprocess.run(
+        [turnlog_script],
+        env={**os.environ, "_TURNLOG_COMPLETE": "bash_source"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "_turnlog_completion" in script and "complete " in script
+    done = subprocess.run(
+        [turnlog_script],
+        env={
+            **os.environ,
+            "_TURNLOG_COMPLETE": "bash_complete",
+            "COMP_WORDS": "turnlog insp",
+            "COMP_CWORD": "1",
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "inspect" in done.split()[0]
+    assert "_TURNLOG_COMPLETE=bash_source turnlog" in DOCS.read_text()
 
 
 # -- docs match the code -------------------------------------------------------------------

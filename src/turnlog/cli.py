@@ -1057,3 +1057,37 @@ def demo_command(directory: str) -> None:
 
     # The demo draws rules across the width: piped, it keeps a terminal's.
     run_demo(_console(unfolded_when_piped=False), directory)
+
+
+# One example per command, shown at the end of its --help. Kept together so a
+# new command is easy to check for one (tests/test_cli.py does).
+EXAMPLES: Final = {
+    "ls": "turnlog ls --store sessions --json",
+    "inspect": "turnlog inspect sessions/run-1.jsonl",
+    "plan": "turnlog plan sessions/run-1.jsonl --check",
+    "recover": "turnlog recover sessions/run-1.jsonl",
+    "revive": "turnlog revive sessions/run-1.jsonl --json",
+    "show": "turnlog show sessions/run-1.jsonl",
+    "verify": "turnlog verify --store sessions --strict",
+    "fork": "turnlog fork sessions/run-1.jsonl --at 12 --id run-1-retry",
+    "export": "turnlog export sessions/run-1.jsonl --to anthropic --validate",
+    "copy": "turnlog copy sessions sqlite:///sessions.db",
+    "sweep": "turnlog sweep sessions --revive",
+    "store init": "turnlog store init sqlite:///sessions.db",
+    "doctor": "turnlog doctor claude-code --all --dry-run",
+    "import": "turnlog import claude-code ~/.claude/projects/my-app/*.jsonl --store sessions",
+    "demo": "turnlog demo --dir /tmp/turnlog-demo",
+}
+
+
+def _add_examples(group: click.Group, prefix: str = "") -> None:
+    for name, command in group.commands.items():
+        path = f"{prefix}{name}"
+        if isinstance(command, click.Group):
+            _add_examples(command, f"{path} ")
+        elif path in EXAMPLES:
+            # `\b` keeps click from rewrapping the command line.
+            command.epilog = f"\b\nExample:\n  {EXAMPLES[path]}"
+
+
+_add_examples(main)
