@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 from turnlog import events as ev
-from turnlog.events import Content, Event, EventData, ToolCall
+from turnlog.events import Content, Event, EventData, P, ToolCall
 from turnlog.fold import Message
 from turnlog.log import Dispatch, Durability, Log, Turn
 from turnlog.log import open as open_log
@@ -105,8 +105,8 @@ class AsyncLog:
 
     # -- writing ----------------------------------------------------------------
 
-    async def append(self, data: EventData, **options: Any) -> Event:
-        return await self._run(self.log.append, data, **options)
+    async def append(self, data: P, **options: Any) -> Event[P]:
+        return await self._run(functools.partial(self.log.append, data, **options))
 
     async def append_many(self, items: Sequence[EventData], **options: Any) -> list[Event]:
         return await self._run(self.log.append_many, items, **options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, Literal, TypeAlias, Union, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeAlias, Union, cast
 
 import msgspec
 
@@ -276,11 +276,27 @@ SURFACE_TYPES: Final = frozenset(
 )
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+# An event is generic in its payload, so `log.assistant(...)` is typed as an
+# event holding an `AssistantMessage`; a bare `Event` holds any payload (the
+# default), and events are frozen, so the parameter is covariant.
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    Payload = TypeVar("Payload", bound=EventData, default=EventData, covariant=True)
+    #: A payload type, for functions that hand back the event of what they were given.
+    P = TypeVar("P", bound=EventData)
+else:
+    from typing import TypeVar
+
+    Payload = TypeVar("Payload", covariant=True)
+    P = TypeVar("P")
+
+
+class Event(msgspec.Struct, Generic[Payload], frozen=True, kw_only=True, gc=False):
     """One record of a session: its position, payload, time and who wrote it."""
 
     seq: int
-    data: EventData
+    data: Payload
     ts: str | None = None
     origin: str | None = None
 

@@ -29,6 +29,7 @@ from turnlog.events import (
     Event,
     EventData,
     Origin,
+    P,
     ToolCall,
     TurnEndReason,
 )
@@ -112,7 +113,7 @@ class Dispatch:
         self.call = call
         self.answered = False
 
-    def result(self, content: Content, *, is_error: bool = False) -> Event:
+    def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
         with self._log._lock:
             if self.answered:
                 raise UsageError(f"call {self.call.id!r} already has a result")
@@ -322,12 +323,12 @@ class Log:
 
     def append(
         self,
-        data: EventData,
+        data: P,
         *,
         origin: str | None = None,
         sync: bool | None = None,
         allow_undispatched: bool = False,
-    ) -> Event:
+    ) -> Event[P]:
         """Append one payload; returns the stored event. `sync` overrides the mode.
 
         An append that breaks the write order is refused with `WriteOrderError`
@@ -385,13 +386,17 @@ class Log:
         with `durable` true when the events were synced before it returned."""
         self._subscribers.append(callback)
 
-    def system(self, content: Content) -> Event:
+    def system(self, content: Content) -> Event[ev.SystemMessage]:
         return self.append(ev.SystemMessage(content=content))
 
-    def user(self, content: Content, *, injected: str | None = None) -> Event:
+    def user(self, content: Content, *, injected: str | None = None) -> Event[ev.UserMessage]:
         return self.append(ev.UserMessage(content=content, injected=injected))
 
-    def assistant(self, content: Content = "", tool_calls: Sequence[ToolCall] = ()) -> Event:
+    def assistant(
+        self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
+    ) -> Event[ev.AssistantMessage]:
+        """Append an assistant message; the event it returns is typed, so
+        `msg.data.tool_calls` type-checks."""
         return self.append(ev.AssistantMessage(content=content, tool_calls=list(tool_calls)))
 
     # -- structure ---------------------------------------------------------------
