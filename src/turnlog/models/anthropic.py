@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from turnlog.events import ToolCall
 from turnlog.fold import Message
 from turnlog.loop import Reply
 from turnlog.models.request_check import CheckMode, rendered
+
+if TYPE_CHECKING:
+    import anthropic
+
+# The client: a sync one makes a model whose calls return a Reply, an async
+# one a model whose calls return an awaitable of it.
+C = TypeVar("C")
 
 PROVIDER = "anthropic"
 # Blocks kept verbatim in the log and replayed on the next request: the API
@@ -44,9 +51,10 @@ def reply_of(response: Any) -> Reply:
     return Reply(content=parts, tool_calls=tuple(calls))
 
 
-class AnthropicModel:
+class AnthropicModel(Generic[C]):
     """`anthropic.Anthropic` (or `AsyncAnthropic`) as a model for `run_turn`
-    (or `arun_turn`).
+    (or `arun_turn`). Typed by its client: a sync client's model returns a
+    `Reply`, an async one's an awaitable of it.
 
     Each call renders the log's transcript for the Messages API, checks it
     against the log (`check`: "warn", "strict" or "off"), sends it with the
@@ -56,7 +64,7 @@ class AnthropicModel:
 
     def __init__(
         self,
-        client: Any,
+        client: C,
         *,
         model: str,
         max_tokens: int = 4096,
@@ -64,7 +72,8 @@ class AnthropicModel:
         check: CheckMode = "warn",
         **options: Any,
     ) -> None:
-        self.client = client
+        # Typed loosely inside: duck-typed clients (test doubles) work too.
+        self.client: Any = client
         self.model = model
         self.max_tokens = max_tokens
         self.tools = list(tools)
@@ -86,6 +95,14 @@ class AnthropicModel:
         if self.tools:
             kwargs["tools"] = self.tools
         return kwargs
+
+    @overload
+    def __call__(  # type: ignore[overload-overlap]  # an async client's model awaits
+        self: AnthropicModel[anthropic.AsyncAnthropic], messages: Sequence[Message]
+    ) -> Awaitable[Reply]: ...
+
+    @overload
+    def __call__(self, messages: Sequence[Message]) -> Reply: ...
 
     def __call__(self, messages: Sequence[Message]) -> Reply | Awaitable[Reply]:
         self.requests += 1

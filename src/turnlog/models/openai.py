@@ -5,12 +5,19 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from turnlog.events import ToolCall
 from turnlog.fold import Message
 from turnlog.loop import Reply
 from turnlog.models.request_check import CheckMode, rendered
+
+if TYPE_CHECKING:
+    import openai
+
+# The client: a sync one makes a model whose calls return a Reply, an async
+# one a model whose calls return an awaitable of it.
+C = TypeVar("C")
 
 
 def _data(value: Any) -> dict[str, Any]:
@@ -71,19 +78,23 @@ def responses_reply_of(response: Any) -> Reply:
     return Reply(content=parts, tool_calls=tuple(calls))
 
 
-class _OpenAIModel:
+class _OpenAIModel(Generic[C]):
+    """Typed by its client: a sync client's model returns a `Reply`, an
+    async one's an awaitable of it."""
+
     provider = ""
 
     def __init__(
         self,
-        client: Any,
+        client: C,
         *,
         model: str,
         tools: Sequence[dict[str, Any]] = (),
         check: CheckMode = "warn",
         **options: Any,
     ) -> None:
-        self.client = client
+        # Typed loosely inside: duck-typed clients (test doubles) work too.
+        self.client: Any = client
         self.model = model
         self.tools = list(tools)
         self.check = check
@@ -99,6 +110,14 @@ class _OpenAIModel:
     def _reply(self, response: Any) -> Reply:
         raise NotImplementedError
 
+    @overload
+    def __call__(  # type: ignore[overload-overlap]  # an async client's model awaits
+        self: _OpenAIModel[openai.AsyncOpenAI], messages: Sequence[Message]
+    ) -> Awaitable[Reply]: ...
+
+    @overload
+    def __call__(self, messages: Sequence[Message]) -> Reply: ...
+
     def __call__(self, messages: Sequence[Message]) -> Reply | Awaitable[Reply]:
         self.requests += 1
         response = self._send(self.request(messages))
@@ -111,7 +130,7 @@ async def _later(response: Awaitable[Any], convert: Callable[[Any], Reply]) -> R
     return convert(await response)
 
 
-class OpenAIChatModel(_OpenAIModel):
+class OpenAIChatModel(_OpenAIModel[C]):
     """`openai.OpenAI` (or `AsyncOpenAI`) Chat Completions as the loop's model.
 
     The log's transcript is rendered as chat messages, checked against the log
@@ -138,7 +157,7 @@ class OpenAIChatModel(_OpenAIModel):
         return chat_reply_of(response)
 
 
-class OpenAIResponsesModel(_OpenAIModel):
+class OpenAIResponsesModel(_OpenAIModel[C]):
     """`openai.OpenAI` (or `AsyncOpenAI`) Responses as the loop's model.
 
     Stateless on purpose (`store=False`): the log is the conversation, so
