@@ -70,3 +70,27 @@ def test_readme_framework_example_runs(tmp_path: Path, monkeypatch: pytest.Monke
 
     asyncio.run(main())
     assert turnlog.inspect(tmp_path / "sessions", "run-1").status == "finished"
+
+
+def test_readme_asyncio_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`async with turnlog.aopen(...)` as the README writes it."""
+    import asyncio
+
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    block = next(b for b in blocks if "turnlog.aopen" in b)
+    paid: list[int] = []
+
+    async def pay_async(invoice: int) -> str:
+        paid.append(invoice)
+        return f"paid invoice {invoice}"
+
+    namespace: dict[str, object] = {"pay_async": pay_async}
+    exec(block, namespace)
+    monkeypatch.chdir(tmp_path)
+    asyncio.run(namespace["pay_invoice"]())  # type: ignore[operator]
+    events = turnlog.JSONLStore(tmp_path / "sessions").read("run-2")
+    assert [e.type for e in events][-3:] == ["tool_result", "step_end", "turn_end"]
+    assert paid == [7]
+    # Closed at the end of the block: the next writer gets the session.
+    with turnlog.open(tmp_path / "sessions" / "run-2.jsonl") as log:
+        assert log.verdict().open_turn is None

@@ -265,3 +265,92 @@ def test_an_idempotency_typo_is_refused_with_the_values(tmp_path: Path) -> None:
         assert log.next_seq == before
         with log.dispatch(PAY, idempotency="destructive") as call:
             call.result("paid")
+
+
+def test_false_revival_counts_are_refused(tmp_path: Path) -> None:
+    # Tail readers take these numbers as the count: the writer keeps them true.
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        log.user("hi")
+        refused(log, ev.RunRevived(revival=5), "next revival")
+        refused(log, ev.TurnStart(turn=1, revivals=9), "stamped with 9")
+        log.append(ev.RunRevived(revival=1))
+        log.append(log.next_turn_start())
+        assert log.verdict().revivals == 1
+
+
+def test_an_orphaned_result_is_recovery_s_only(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        open_step(log)
+        log.assistant("", [PAY])
+        log.begin_dispatch(PAY)
+        refused(log, ev.ToolResult(call_id="c1", content="ok", orphaned=True), "orphaned")
+
+
+def test_a_stale_dispatch_handle_does_not_answer_a_later_call(tmp_path: Path) -> None:
+    call = ToolCall(id="call_0", name="search")
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        log.user("search")
+        with pytest.raises(TimeoutError), log.turn(), log.step():
+            log.assistant("", [call])
+            first = log.begin_dispatch(call)
+            raise TimeoutError
+        with log.turn(), log.step():
+            log.assistant("retrying", [call])
+            second = log.begin_dispatch(call)
+            with pytest.raises(WriteOrderError, match="already closed"):
+                first.result("OLD RUN")
+            second.result("new")
+        answers = [m.content for m in log.messages if m.role == "tool"]
+        assert answers[-1] == "new" and "OLD RUN" not in answers
+
+
+def test_a_crashed_handle_takes_only_repairs_even_with_their_origin(tmp_path: Path) -> None:
+    crashed(tmp_path / "s.jsonl")
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        with pytest.raises(SessionInterruptedError):
+            log.append(ev.UserMessage(content="x"), origin="revival")
+        with pytest.raises(SessionInterruptedError):
+            log.append(ev.AssistantMessage(content="x"), origin="recovery")
+        log.recover()
+
+
+def test_end_step_without_a_turn_of_the_handle_is_a_usage_error(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        log.user("hi")
+        log.append(ev.TurnStart(turn=1))
+        log.append(ev.StepStart(turn=1, step=1))
+        with pytest.raises(turnlog.UsageError, match="no step"):
+            log.end_step()
+
+
+def test_a_copied_session_file_is_refused_not_read_as_another(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "run-1.jsonl") as log:
+        log.user("original")
+    (tmp_path / "run-2.jsonl").write_bytes((tmp_path / "run-1.jsonl").read_bytes())
+    with turnlog.open(tmp_path / "run-1.jsonl") as log:
+        log.user("only in run-1")
+    before = (tmp_path / "run-2.jsonl").read_bytes()
+    with pytest.raises(turnlog.FormatError, match="holds session 'run-1'") as caught:
+        turnlog.open(tmp_path / "run-2.jsonl")
+    assert "turnlog copy" in (caught.value.hint or "")
+    assert (tmp_path / "run-2.jsonl").read_bytes() == before
+
+
+def test_threads_sharing_a_handle_revive_it_once(tmp_path: Path) -> None:
+    for attempt in range(20):
+        path = tmp_path / f"r{attempt}.jsonl"
+        crashed(path)
+        with turnlog.open(path) as log:
+            barrier = threading.Barrier(4)
+
+            def revive(handle: turnlog.Log = log, barrier: threading.Barrier = barrier) -> None:
+                barrier.wait()
+                turnlog.revive(handle)
+
+            threads = [threading.Thread(target=revive) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            notices = [m for m in log.messages if m.injected == "revival"]
+            assert len(notices) == 1 and log.state.revivals == 1

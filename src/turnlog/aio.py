@@ -6,7 +6,7 @@ import asyncio
 import functools
 import inspect
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -47,7 +47,7 @@ class AsyncDispatch:
     def answered(self) -> bool:
         return self._handle.answered
 
-    async def result(self, content: Content, *, is_error: bool = False) -> Event:
+    async def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
         return await self._log._run(self._handle.result, content, is_error=is_error)
 
 
@@ -111,13 +111,15 @@ class AsyncLog:
     async def append_many(self, items: Sequence[EventData], **options: Any) -> list[Event]:
         return await self._run(self.log.append_many, items, **options)
 
-    async def system(self, content: Content) -> Event:
+    async def system(self, content: Content) -> Event[ev.SystemMessage]:
         return await self._run(self.log.system, content)
 
-    async def user(self, content: Content, *, injected: str | None = None) -> Event:
+    async def user(self, content: Content, *, injected: str | None = None) -> Event[ev.UserMessage]:
         return await self._run(self.log.user, content, injected=injected)
 
-    async def assistant(self, content: Content = "", tool_calls: Sequence[ToolCall] = ()) -> Event:
+    async def assistant(
+        self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
+    ) -> Event[ev.AssistantMessage]:
         return await self._run(self.log.assistant, content, tool_calls)
 
     async def recover(self) -> Plan:
@@ -184,21 +186,60 @@ class AsyncLog:
         return f"<turnlog.AsyncLog {self.session_id!r}>"
 
 
-async def aopen(
+class Opening(Awaitable[AsyncLog]):
+    """What `aopen` returns: await it for the `AsyncLog`, or use it as
+    `async with turnlog.aopen(...) as log:`, which closes the log at the end."""
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Store,
+        session_id: str | None,
+        options: dict[str, Any],
+        site: str | None,
+    ) -> None:
+        self._target = target
+        self._session_id = session_id
+        self._options = options
+        self._site = site
+        self._log: AsyncLog | None = None
+
+    async def _open(self) -> AsyncLog:
+        # The open runs on a worker thread, where no frame of the program is
+        # left: the line that called `aopen` goes with it (asyncio copies the
+        # context), for the refusal a second handle on the session gets.
+        token = OPENED_AT.set(self._site)
+        try:
+            log = await asyncio.to_thread(open_log, self._target, self._session_id, **self._options)
+        finally:
+            OPENED_AT.reset(token)
+        return AsyncLog(log)
+
+    def __await__(self) -> Generator[Any, None, AsyncLog]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> AsyncLog:
+        self._log = await self._open()
+        return self._log
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._log is not None:
+            await self._log.close()
+
+
+def aopen(
     target: str | os.PathLike[str] | Store,
     session_id: str | None = None,
     **options: Any,
-) -> AsyncLog:
-    """`turnlog.open` for asyncio: opens off the event loop, returns an `AsyncLog`."""
-    # The open runs on a worker thread, where no frame of the program is left:
-    # the line that called `aopen` goes with it (asyncio copies the context),
-    # for the refusal a second handle on the session gets.
-    token = OPENED_AT.set(caller_site())
-    try:
-        log = await asyncio.to_thread(open_log, target, session_id, **options)
-    finally:
-        OPENED_AT.reset(token)
-    return AsyncLog(log)
+) -> Opening:
+    """`turnlog.open` for asyncio: opens off the event loop. Use it as
+    `async with turnlog.aopen(path) as log:` (closed at the end), or
+    `log = await turnlog.aopen(path)` and close it yourself."""
+    return Opening(target, session_id, options, caller_site())
 
 
 # -- the async reference loop ---------------------------------------------------

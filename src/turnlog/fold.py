@@ -254,6 +254,7 @@ class Fold:
         self._subagents: list[ev.SubagentSpawned] = []
         self._warnings: list[str] = []
         self._snapshot: SessionState | None = None
+        self._last_said: Message | None = None
         self._handlers: dict[type, Callable[[Event, Any], None]] = {
             ev.Session: self._on_session,
             ev.SystemMessage: self._on_system,
@@ -369,11 +370,16 @@ class Fold:
         return self._last_turn if self._last_turn is not None else self._turns
 
     def last_message(self) -> Message | None:
-        """The newest transcript entry that is not a compaction summary."""
-        for message in reversed(self._messages):
-            if message.kind != "compaction":
-                return message
-        return None
+        """The newest message someone said (system, user or assistant) that is
+        still in the transcript: what the conversation last said.
+
+        Tool results do not count: a result is placed beside the message that
+        asked for it, so the newest one written may sit before later words,
+        and a tail reader that never saw the asking message could not place
+        it. Taken in log order, this is the same from a tail as from the
+        whole log (`tail.collect_tail` reads back to it).
+        """
+        return self._last_said
 
     def is_answered(self, call_id: str) -> bool:
         """True when the open turn asked for `call_id` and a result answered it."""
@@ -384,6 +390,13 @@ class Fold:
         """True when the open turn dispatched `call_id` and no result answered it yet."""
         call = self._turn.calls.get(call_id) if self._turn is not None else None
         return call is not None and call.dispatch is not None and not call.answered
+
+    def open_dispatch_seq(self, call_id: str) -> int | None:
+        """The seq of the open turn's unanswered dispatch of `call_id`, if any."""
+        call = self._turn.calls.get(call_id) if self._turn is not None else None
+        if call is None or call.answered:
+            return None
+        return call.dispatch_seq
 
     def is_requested(self, call_id: str) -> bool:
         """True when a message of the open turn asked for `call_id`, it is
@@ -435,37 +448,39 @@ class Fold:
 
     def _on_system(self, event: Event, data: ev.SystemMessage) -> None:
         self._asking = frozenset()
-        self._messages.append(
-            Message(role="system", content=data.content, seq=event.seq, origin=event.origin)
-        )
+        message = Message(role="system", content=data.content, seq=event.seq, origin=event.origin)
+        self._messages.append(message)
+        self._last_said = message
 
     def _on_user(self, event: Event, data: ev.UserMessage) -> None:
         self._asking = frozenset()
-        self._messages.append(
-            Message(
-                role="user",
-                content=data.content,
-                seq=event.seq,
-                origin=event.origin,
-                injected=data.injected,
-            )
+        message = Message(
+            role="user",
+            content=data.content,
+            seq=event.seq,
+            origin=event.origin,
+            injected=data.injected,
         )
+        self._messages.append(message)
+        self._last_said = message
         self._needs_response = True
 
     def _on_assistant(self, event: Event, data: ev.AssistantMessage) -> None:
         calls = data.tool_calls
         self._asking = frozenset(call.id for call in calls)
-        self._messages.append(
-            Message(
-                role="assistant",
-                content=data.content,
-                seq=event.seq,
-                tool_calls=tuple(calls),
-                origin=event.origin,
-            )
+        message = Message(
+            role="assistant",
+            content=data.content,
+            seq=event.seq,
+            tool_calls=tuple(calls),
+            origin=event.origin,
         )
+        self._messages.append(message)
+        self._last_said = message
         self._needs_response = bool(calls)
         turn = self._turn
+        if turn is None and calls:
+            self._warnings.append(f"seq {event.seq}: tool calls asked for outside any turn")
         if turn is not None and calls:
             step_seq = turn.open_step.seq if turn.open_step is not None else None
             for call in calls:
@@ -489,6 +504,8 @@ class Fold:
                 orphaned = orphaned or call.swallowed or call.request_seq is None
             if (call is None or call.dispatch is None) and event.origin not in _SYNTHETIC_ORIGINS:
                 turn.result_without_dispatch = True
+        else:
+            self._warnings.append(f"seq {event.seq}: result for {call_id!r} outside any turn")
         if orphaned:
             # Its call is not in the live transcript: a provider would reject
             # the result, so it stays in the log only.
@@ -531,6 +548,11 @@ class Fold:
         messages.append(message)
 
     def _on_turn_start(self, event: Event, data: ev.TurnStart) -> None:
+        if data.revivals is not None and data.revivals != self._revivals:
+            self._warnings.append(
+                f"seq {event.seq}: turn_start stamped with {data.revivals} revivals, after "
+                f"{self._revivals}"
+            )
         earlier = self._turn
         self._turn = _MutableTurn(event.seq, data.turn)
         if event.origin == Origin.IMPORT.value:
@@ -562,9 +584,15 @@ class Fold:
     def _on_turn_end(self, event: Event, data: ev.TurnEnd) -> None:
         if data.turn is not None:
             self._last_turn = data.turn
-        if self._turn is None:
+        turn = self._turn
+        if turn is None:
             self._warnings.append(f"seq {event.seq}: turn_end closes no open turn")
             return
+        owed = [call_id for call_id, call in turn.calls.items() if not call.answered]
+        if owed:
+            self._warnings.append(
+                f"seq {event.seq}: turn_end while calls are unanswered: {', '.join(owed)}"
+            )
         self._turn = None
 
     def _on_step_start(self, event: Event, data: ev.StepStart) -> None:
@@ -616,6 +644,8 @@ class Fold:
                     self._warnings.append(
                         f"seq {event.seq}: compaction swallows the request of owed call {call_id!r}"
                     )
+        if self._last_said is not None and self._last_said.seq <= data.through_seq:
+            self._last_said = None  # now inside the summary
         if isinstance(self._messages, _NoTranscript):
             return
         kept = []
@@ -641,6 +671,11 @@ class Fold:
 
     def _on_revived(self, event: Event, data: ev.RunRevived) -> None:
         self._revivals += 1
+        if data.revival != self._revivals:
+            self._warnings.append(
+                f"seq {event.seq}: run_revived numbered {data.revival} is revival "
+                f"{self._revivals} of the log"
+            )
 
     def _on_spawned(self, event: Event, data: ev.SubagentSpawned) -> None:
         self._subagents.append(data)

@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 from turnlog import events as ev
 from turnlog.damage import TornTail
 from turnlog.errors import (
+    FormatError,
     SessionInterruptedError,
     SessionNotFoundError,
     TurnlogError,
@@ -49,8 +50,12 @@ DURABILITY_MODES: Final = ("always", "barrier", "none")
 # a turn end (the answer the user saw is on disk).
 _BARRIER_TYPES: Final = (ev.Session, ev.ToolDispatch, ev.TurnEnd)
 # What a handle opened on a crashed session may write before it is recovered:
-# turnlog's own repairs (recovery, and the answers a tree revival gives waits).
-_REPAIR_ORIGINS: Final = frozenset({Origin.RECOVERY.value, Origin.REVIVAL.value})
+# turnlog's own repairs, each of the kinds it writes (recovery closes the turn;
+# a tree revival answers waits on subagents that finished).
+_REPAIRS: Final = {
+    Origin.RECOVERY.value: (ev.ToolResult, ev.StepEnd, ev.TurnEnd),
+    Origin.REVIVAL.value: (ev.ToolResult, ev.SubagentSettled),
+}
 
 
 @contextmanager
@@ -108,15 +113,24 @@ def _describe_exception(exc: BaseException) -> str:
 class Dispatch:
     """A tool call whose dispatch is durable; record its outcome with `result`."""
 
-    def __init__(self, log: Log, call: ToolCall) -> None:
+    def __init__(self, log: Log, call: ToolCall, seq: int) -> None:
         self._log = log
         self.call = call
+        # The dispatch event's seq: the id may be asked and dispatched again
+        # in a later turn, and this handle answers only its own dispatch.
+        self.seq = seq
         self.answered = False
 
     def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
         with self._log._lock:
             if self.answered:
                 raise UsageError(f"call {self.call.id!r} already has a result")
+            if self._log._fold.open_dispatch_seq(self.call.id) != self.seq:
+                raise WriteOrderError(
+                    f"this handle's dispatch of call {self.call.id!r} (seq {self.seq}) was "
+                    "already closed; a later dispatch reuses the id",
+                    hint="record a result through the handle of the dispatch that is running",
+                )
             event = self._log.append(
                 ev.ToolResult(
                     call_id=self.call.id, name=self.call.name, content=content, is_error=is_error
@@ -268,8 +282,8 @@ class Log:
         mode = self._durability
         return any(_must_sync(mode, event.data) for event in batch)
 
-    def _refuse_if_crashed(self, origin: str | None) -> None:
-        if self._crashed and origin not in _REPAIR_ORIGINS:
+    def _refuse_if_crashed(self, data: EventData, origin: str | None) -> None:
+        if self._crashed and not (origin in _REPAIRS and isinstance(data, _REPAIRS[origin])):
             where = self.store.location(self.session_id) or self.session_id
             raise SessionInterruptedError(
                 f"session {self.session_id!r} crashed mid-turn; nothing may be written into "
@@ -310,7 +324,8 @@ class Log:
         """Append payloads as one batch (one write, at most one sync)."""
         with self._lock:
             writer = self._require_writer()
-            self._refuse_if_crashed(origin)
+            for data in items:
+                self._refuse_if_crashed(data, origin)
             self._check_order(items, origin, allow_undispatched)
             ts = utc_now()
             first = self._fold.next_seq
@@ -342,7 +357,7 @@ class Log:
             if writer is None:
                 writer = self._require_writer()
             if self._crashed:
-                self._refuse_if_crashed(origin)
+                self._refuse_if_crashed(data, origin)
             fold = self._fold
             if type(data) in CHECKED_TYPES:
                 error = order_error(fold, data, origin, allow_undispatched=allow_undispatched)
@@ -511,7 +526,12 @@ class Log:
 
     def end_step(self) -> None:
         turn = self._turn
-        assert turn is not None
+        if turn is None:
+            raise UsageError(
+                "no step of this handle's turn is open",
+                hint="end a step begun with `log.begin_step()` inside `log.turn()`; a "
+                "step_start appended by hand is ended with `log.append(StepEnd(...))`",
+            )
         with self._lock:
             owed = self._fold.owed_in_open_step()
             if owed:
@@ -569,23 +589,24 @@ class Log:
                 )
             if self._fold.is_dispatched(call.id):
                 raise UsageError(f"call {call.id!r} is already dispatched and running")
-            self.append(
+            dispatched = self.append(
                 ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
             )
-        return Dispatch(self, call)
+        return Dispatch(self, call, dispatched.seq)
 
     def end_dispatch(self, handle: Dispatch, exc: BaseException | None) -> None:
         """Answer the call as outcome unknown if the block left it unanswered."""
         if handle.answered:
             return
         if exc is not None:
-            self._unwind_call(handle.call, _describe_exception(exc))
+            self._unwind_call(handle, _describe_exception(exc))
         else:
-            self._unwind_call(handle.call, "the tool block ended without recording a result")
+            self._unwind_call(handle, "the tool block ended without recording a result")
 
-    def _unwind_call(self, call: ToolCall, error: str) -> None:
+    def _unwind_call(self, handle: Dispatch, error: str) -> None:
+        call = handle.call
         with self._lock:
-            if not self._fold.is_dispatched(call.id):
+            if self._fold.open_dispatch_seq(call.id) != handle.seq:
                 return  # answered meanwhile, or already closed by an unwinding turn
             result = unwind_result(call.id, call.name, dispatched=True, error=error)
             self.append(result, origin=Origin.UNWIND.value)
@@ -599,6 +620,7 @@ class Log:
                 reason=reason,
                 error=_describe_exception(exc),
                 order_kept=not isinstance(exc, WriteOrderError),
+                ts=utc_now(),
             )
             if not repairs:
                 return
@@ -762,7 +784,19 @@ def _open_existing(store: Store, session_id: str, durability: Durability) -> Log
         # The tail the writer checked under its lock, or read now that it holds
         # it: a writer that only appends never reads the whole log.
         tail = writer.tail or store.read_tail(session_id)
-        return Log(store, writer, tail.fold(), whole=False, durability=durability)
+        fold = tail.fold()
+        named = fold.session.session_id if fold.session is not None else None
+        if named is not None and named != session_id:
+            # A copied or renamed file: this handle would append here and read
+            # the session its header names, which is another one.
+            where = store.location(session_id) or session_id
+            raise FormatError(
+                f"{where} holds session {named!r}, not {session_id!r}: its header names "
+                "another session",
+                hint="a session file was copied or renamed by hand; rename it back, or "
+                "make a copy under a new id with `turnlog copy` or `turnlog fork`",
+            )
+        return Log(store, writer, fold, whole=False, durability=durability)
     except BaseException:
         writer.close()
         raise

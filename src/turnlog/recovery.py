@@ -212,7 +212,12 @@ def plan(events: Iterable[Event]) -> Plan:
 
 
 def unwind_events(
-    fold: Fold, *, reason: str | None, error: str, order_kept: bool = True
+    fold: Fold,
+    *,
+    reason: str | None,
+    error: str,
+    order_kept: bool = True,
+    ts: str | None = None,
 ) -> list[Event]:
     """The events a live writer appends when an exception unwinds a step or turn.
 
@@ -224,7 +229,7 @@ def unwind_events(
     return _close_turn(
         turn,
         next_seq=fold.next_seq,
-        ts=None,
+        ts=ts,
         origin=Origin.UNWIND,
         reason=reason,
         error=error,

@@ -77,7 +77,15 @@ def revive(
     Only calls it still owes that `pending` does not keep open (a tree
     revival's waits, when the session is now revived alone) are answered, as
     recovery answers them.
+
+    Decided and written under the handle's lock: threads sharing the handle
+    revive it once.
     """
+    with log.lock:
+        return _revive(log, max_revivals=max_revivals, pending=pending)
+
+
+def _revive(log: Log, *, max_revivals: int, pending: Collection[str]) -> Revival:
     if max_revivals < 0:
         raise UsageError(f"max_revivals must be >= 0, not {max_revivals}")
     found = log.verdict()
@@ -88,7 +96,7 @@ def revive(
     if reason is not None:
         hint = None
         if found.open_turn is not None and reason in ("revival_cap", "revival_disabled"):
-            hint = _CAP_HINT.format(session=log.session_id)
+            hint = _CAP_HINT.format(session=log.store.location(log.session_id) or log.session_id)
         return Revival(
             revived=False,
             reason=reason,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Final
 
 import msgspec
 
@@ -51,9 +52,9 @@ def collect_tail(
     """Walk events newest first and keep only those that decide the state.
 
     The tail must reach back to the last turn boundary (so an open turn is
-    seen whole, with any turn left open before it: see `closes_earlier`) and
-    to the last surface message other than a compaction
-    summary (finished or not, and what it asks of the model). The revival
+    seen whole, with any turn left open before it: see `closes_earlier`), to
+    the newest message someone said (finished or not: `Fold.last_message`)
+    and to the newest event that says whether the model must respond. The revival
     count needs an anchor: a `run_revived` (which carries its count) or a
     `turn_start` stamped with `revivals`. When none lies in the kept events,
     the older part of the log is searched for the newest one without keeping
@@ -62,7 +63,10 @@ def collect_tail(
     the number of revivals before the first of them.
     """
     collected: list[Event] = []
-    boundary = surface = False
+    # The newest message someone said (what `Fold.last_message` gives), and
+    # the newest event that sets whether the model must respond (a user or
+    # assistant message, or a tool result; a system message does not).
+    boundary = said = responded = False
     anchor: int | None = None  # revivals counted up to and including the anchor
     anchor_index = -1
     events = iter(newest_first)
@@ -73,13 +77,17 @@ def collect_tail(
             isinstance(data, ev.TurnStart) and closes_earlier(data)
         ):
             boundary = True
-        if data.TYPE in ev.SURFACE_TYPES and not isinstance(data, ev.Compaction):
-            surface = True
+        kind = type(data)
+        if kind in _SAID:
+            said = True
+            responded = responded or kind is not ev.SystemMessage
+        elif kind is ev.ToolResult:
+            responded = True
         if anchor is None:
             anchor = _anchor(data)
             if anchor is not None:
                 anchor_index = len(collected) - 1
-        if boundary and surface:
+        if boundary and said and responded:
             break
     collected.reverse()
     if anchor is None:
@@ -99,6 +107,9 @@ def collect_tail(
         1 for event in collected[: anchor_index + 1] if isinstance(event.data, ev.RunRevived)
     )
     return collected, max(anchor - recounted, 0)
+
+
+_SAID: Final = frozenset({ev.SystemMessage, ev.UserMessage, ev.AssistantMessage})
 
 
 def closes_earlier(start: ev.TurnStart) -> bool:

@@ -23,7 +23,20 @@ _IDEMPOTENCY: Final = tuple(value.value for value in Idempotency)
 _REPAIR_ORIGINS: Final = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
 
 
+def _orphaned(data: ev.ToolResult, origin: str | None) -> WriteOrderError | None:
+    if data.orphaned and origin != Origin.RECOVERY:
+        # An orphaned result answers its call and is never shown: written live,
+        # it would leave the request in the transcript with no answer.
+        return WriteOrderError(
+            f"result for call {data.call_id!r} marked orphaned, which only recovery writes",
+            hint="leave `orphaned` out: a live result is shown beside the call it answers",
+        )
+    return None
+
+
 def _result(fold: Fold, data: ev.ToolResult, origin: str | None) -> WriteOrderError | None:
+    if data.orphaned:
+        return _orphaned(data, origin)
     if fold.is_dispatched(data.call_id):
         return None
     return WriteOrderError(
@@ -38,6 +51,8 @@ def _undispatched_result(
 ) -> WriteOrderError | None:
     # Without a dispatch the call must still be one the open turn asked for
     # and owes: a result for anything else is one a provider rejects.
+    if data.orphaned:
+        return _orphaned(data, origin)
     if fold.is_requested(data.call_id):
         return None
     return WriteOrderError(
@@ -78,6 +93,23 @@ def _turn_start(fold: Fold, data: ev.TurnStart, origin: str | None) -> WriteOrde
         return WriteOrderError(
             "turn_start while a turn is open; turns never nest",
             hint="end the open turn first, or recover the session if it crashed",
+        )
+    if data.revivals is not None and data.revivals != fold.revivals:
+        # Tail readers trust the stamp instead of counting: it must be true.
+        return WriteOrderError(
+            f"turn_start stamped with {data.revivals} revivals; the log holds {fold.revivals}",
+            hint="use `log.next_turn_start()`, or leave `revivals` out",
+        )
+    return None
+
+
+def _run_revived(fold: Fold, data: ev.RunRevived, origin: str | None) -> WriteOrderError | None:
+    if data.revival != fold.revivals + 1:
+        # The revival cap and every tail reader take this number as the count.
+        return WriteOrderError(
+            f"run_revived numbered {data.revival}; the next revival of this log is "
+            f"{fold.revivals + 1}",
+            hint="revive with `turnlog.revive(log)`, which numbers it",
         )
     return None
 
@@ -180,6 +212,7 @@ _RULES: Final[dict[type, Callable[[Fold, EventData, str | None], UsageError | No
     ev.AssistantMessage: _assistant,  # type: ignore[dict-item]
     ev.Compaction: _compaction,  # type: ignore[dict-item]
     ev.Session: _session,  # type: ignore[dict-item]
+    ev.RunRevived: _run_revived,  # type: ignore[dict-item]
 }
 
 #: The payload types whose append depends on the state of the open turn.

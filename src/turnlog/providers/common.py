@@ -68,13 +68,22 @@ def unique_call_ids(messages: Sequence[Message]) -> list[Message]:
     seen: dict[str, int] = {}
     current: dict[str, str] = {}
     out: list[Message] = []
+    # Every id the transcript uses as it is: a new name never takes one.
+    taken = {call.id for message in messages for call in message.tool_calls}
     for message in messages:
         if message.role == "assistant" and message.tool_calls:
             calls = []
             for call in message.tool_calls:
                 uses = seen.get(call.id, 0) + 1
                 seen[call.id] = uses
-                renamed = call.id if uses == 1 else f"{call.id}~{uses}"
+                renamed = call.id
+                if uses > 1:
+                    renamed = f"{call.id}~{uses}"
+                    while renamed in taken:
+                        uses += 1
+                        renamed = f"{call.id}~{uses}"
+                    seen[call.id] = uses
+                    taken.add(renamed)
                 current[call.id] = renamed
                 calls.append(
                     call if renamed == call.id else msgspec.structs.replace(call, id=renamed)
