@@ -187,7 +187,7 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
     from langgraph.graph.message import add_messages
     from langgraph.prebuilt import ToolNode, tools_condition
 
-    from turnlog.integrations.langgraph import TurnlogToolWrapper, recover_thread
+    from turnlog.integrations.langgraph import TurnlogToolWrapper
 
     @tool
     def charge(amount: int) -> str:
@@ -224,11 +224,13 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         graph.add_edge("tools", "agent")
         return graph.compile(checkpointer=SqliteSaver(connection))
 
-    if mode == "resume":  # ("resume-unrecovered" skips this, to show the refusal)
-        # The thread gets the tool node's output from turnlog: the next step is the model.
-        recover_thread(compiled(None), config, store, SESSION)
     wrapper = None if mode.startswith("plain") else TurnlogToolWrapper(store, SESSION)
     app = compiled(wrapper)
+    if mode in ("resume", "revive") and wrapper is not None:
+        # ("resume-unrecovered" skips this, to show the refusal.) The one graph
+        # built is the one recovered: the thread gets the tool node's output
+        # from turnlog, and the next step is the model.
+        wrapper.recover_thread(app, config, revive=mode == "revive")
     if mode.endswith("run"):
         start: Any = {"messages": [HumanMessage("charge the card")]}
         out = app.invoke(start, config, durability="sync")
