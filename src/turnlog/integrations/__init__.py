@@ -194,7 +194,6 @@ def check_history(
     logged = [
         (message.role, tuple(call.id for call in message.tool_calls) or _call_id(message))
         for message in log.messages
-        if not (message.role == "user" and message.injected)
     ]
     given = [entry for entry in given if entry[0] != "system"]
     logged = [entry for entry in logged if entry[0] != "system"]

@@ -68,8 +68,6 @@ def _calls(message: Any) -> list[dict[str, Any]]:
 def _shape(messages: Sequence[Any]) -> list[tuple[str, tuple[str, ...]]]:
     out = []
     for message in messages:
-        if (getattr(message, "additional_kwargs", None) or {}).get(_INJECTED):
-            continue
         role = _ROLES.get(getattr(message, "type", ""), "user")
         if role == "assistant":
             ids = tuple(str(call["id"]) for call in _calls(message))
