@@ -4,7 +4,7 @@ its own process: the crash the integrations must survive.
 
     python framework_program.py FRAMEWORK MODE STORE SIDE [--parallel]
 
-FRAMEWORK: openai-agents | pydantic-ai | langgraph
+FRAMEWORK: openai-agents | pydantic-ai | langgraph | adk
 MODE: run (killed inside `charge`), resume, resume-unrecovered (LangGraph without
 recover_thread); plain-run, plain-resume (the
 framework's own persistence, without turnlog). `resume` prints one JSON
@@ -247,12 +247,95 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
     )
 
 
+# -- Google ADK ------------------------------------------------------------------------
+
+
+def adk(mode: str, store: str, side: str, parallel: bool) -> None:
+    from collections.abc import AsyncGenerator
+
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+    from google.genai import types
+
+    from turnlog.integrations.adk import TurnlogSessionService
+
+    seen: list[list[Any]] = []
+
+    class Scripted(BaseLlm):
+        """The model: asks for the charges until it sees a result, then answers."""
+
+        model: str = "scripted"
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            contents = list(llm_request.contents)
+            seen.append(contents)
+            parts = [p for c in contents for p in (c.parts or [])]
+            if any(p.function_response for p in parts):
+                reply = [types.Part(text=FINAL)]
+            else:
+                reply = [
+                    types.Part(
+                        function_call=types.FunctionCall(
+                            id=f"call_{len(seen)}_{a}", name="charge", args={"amount": a}
+                        )
+                    )
+                    for a in amounts(parallel)
+                ]
+            yield LlmResponse(content=types.Content(role="model", parts=reply))
+
+    async def charge(amount: int) -> str:
+        """Charge the card."""
+        record(side, amount)
+        return f"charged {amount}"
+
+    agent = LlmAgent(name="payer", model=Scripted(), tools=[charge])
+
+    async def main() -> None:
+        Path(store).mkdir(parents=True, exist_ok=True)
+        if mode.startswith("plain"):
+            sessions: Any = SqliteSessionService(str(Path(store) / "adk.db"))
+            app = App(name="shop", root_agent=agent)
+        else:
+            sessions = TurnlogSessionService(store, revive=mode == "revive")
+            app = App(name="shop", root_agent=agent, plugins=[sessions.plugin])
+        runner = Runner(app=app, session_service=sessions)
+        if mode.endswith("run"):
+            await sessions.create_session(app_name="shop", user_id="u", session_id=SESSION)
+        text = "charge the card" if mode.endswith("run") else "continue"
+        final = ""
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for event in runner.run_async(user_id="u", session_id=SESSION, new_message=message):
+            if event.is_final_response() and event.content and event.content.parts:
+                final = "".join(p.text or "" for p in event.content.parts)
+        if isinstance(sessions, TurnlogSessionService):
+            await sessions.close()
+        parts = [p for c in seen[0] for p in (c.parts or [])]
+        report(
+            final,
+            [str(p.function_call.id) for p in parts if p.function_call],
+            [str(p.function_response.id) for p in parts if p.function_response],
+        )
+
+    asyncio.run(main())
+
+
 def main(argv: list[str]) -> None:
     framework, mode, store, side = argv[:4]
     parallel = "--parallel" in argv
-    {"openai-agents": openai_agents, "pydantic-ai": pydantic_ai, "langgraph": langgraph}[framework](
-        mode, store, side, parallel
-    )
+    programs = {
+        "openai-agents": openai_agents,
+        "pydantic-ai": pydantic_ai,
+        "langgraph": langgraph,
+        "adk": adk,
+    }
+    programs[framework](mode, store, side, parallel)
 
 
 if __name__ == "__main__":

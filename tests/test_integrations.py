@@ -16,7 +16,7 @@ from entry_point import cli
 from turnlog.providers import PROVIDERS
 
 PROGRAM = str(Path(__file__).with_name("framework_program.py"))
-FRAMEWORKS = ["openai-agents", "pydantic-ai", "langgraph"]
+FRAMEWORKS = ["openai-agents", "pydantic-ai", "langgraph", "adk"]
 SIGKILLED = -9
 FINAL = "all charges settled"
 
