@@ -218,6 +218,23 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
     connection = sqlite3.connect(str(Path(store) / "checkpoints.db"), check_same_thread=False)
     config: Any = {"configurable": {"thread_id": SESSION}}
 
+    class Saver(SqliteSaver):
+        """LangGraph's SQLite checkpointer; with KILL_AFTER_CHECKPOINT set, the
+        process dies right after the checkpoint that holds the model's tool
+        calls is committed, before the tool node runs: the window where the
+        thread knows calls that turnlog never saw."""
+
+        def put(self, config: Any, checkpoint: Any, *args: Any, **kwargs: Any) -> Any:
+            saved = super().put(config, checkpoint, *args, **kwargs)
+            messages = checkpoint.get("channel_values", {}).get("messages", [])
+            if (
+                os.environ.get("KILL_AFTER_CHECKPOINT")
+                and messages
+                and getattr(messages[-1], "tool_calls", None)
+            ):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return saved
+
     def compiled(wrapper: TurnlogToolWrapper | None) -> Any:
         graph = StateGraph(State)
         graph.add_node("agent", model)
@@ -225,7 +242,7 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         graph.add_edge(START, "agent")
         graph.add_conditional_edges("agent", tools_condition)
         graph.add_edge("tools", "agent")
-        return graph.compile(checkpointer=SqliteSaver(connection))
+        return graph.compile(checkpointer=Saver(connection))
 
     wrapper = None if mode.startswith("plain") else TurnlogToolWrapper(store, SESSION)
     app = compiled(wrapper)

@@ -233,3 +233,40 @@ def test_resuming_before_recovery_is_refused_with_a_hint(tmp_path: Path, framewo
     assert "SessionInterruptedError" in resumed.stderr and "turnlog recover" in resumed.stderr
     assert (store / "run-1.jsonl").read_bytes() == before
     assert ran(side) == [1]
+
+
+def test_langgraph_killed_after_the_checkpoint_before_the_tools(tmp_path: Path) -> None:
+    """The crash hit after LangGraph saved the model's tool calls, before any
+    reached the wrapper: turnlog never saw them. Recovering the thread answers
+    them `tool_not_started` (they provably never started: the wrapper dispatches
+    before every tool) instead of leaving an unanswered AIMessage, and the
+    next step is the model. Nothing ran, and nothing runs twice."""
+    store, side = tmp_path / "store", tmp_path / "side"
+    env = {**os.environ, "KILL_AFTER_CHECKPOINT": "1"}
+    died = subprocess.run(
+        [sys.executable, PROGRAM, "langgraph", "run", str(store), str(side), "--parallel"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert died.returncode == SIGKILLED, died.stderr
+    session = str(store / "run-1.jsonl")
+    code, out, _ = cli("inspect", session, "--json")
+    assert json.loads(out)["owed_calls"] == []  # turnlog holds nothing of the step
+
+    resumed = program("langgraph", "resume", str(store), str(side), "--parallel")
+    assert resumed.returncode == 0, resumed.stderr
+    seen = json.loads(resumed.stdout.strip().splitlines()[-1])
+    assert seen["final"] == FINAL
+    assert seen["calls"] == ["call_1_1", "call_1_2"] and seen["outputs"] == seen["calls"]
+    assert ran(side) == []
+    code, out, _ = cli("show", session, "--json")
+    results = [e for e in json.loads(out)["events"] if e["type"] == "tool_result"]
+    assert [(r["data"]["call_id"], r["data"]["risk"]) for r in results] == [
+        ("call_1_1", "tool_not_started"),
+        ("call_1_2", "tool_not_started"),
+    ]
+    for provider in PROVIDERS:
+        code, out, _ = cli("export", session, "--to", provider, "--validate")
+        assert code == 0, (provider, out)
