@@ -423,3 +423,118 @@ def test_adk_without_the_plugin_the_function_call_event_is_the_dispatch(target: 
     assert dispatch.idempotency == "read_only"
     assert turnlog.inspect(target, "s").status == "finished"
     exports_valid(target, "s")
+
+
+# -- sync and async ---------------------------------------------------------------------
+
+
+def test_langgraph_async_graph_recovers_and_revives_on_an_async_checkpointer(
+    target: str, tmp_path: Path
+) -> None:
+    """The async side: `awrap` on the tool node, an async checkpointer, and
+    `arecover_thread(..., revive=True)`: the thread gets the results and the
+    resume notice, the log its revival."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from turnlog.integrations.langgraph import TurnlogToolWrapper
+
+    ran: list[str] = []
+
+    @tool
+    async def weather(city: str) -> str:
+        """Weather in a city."""
+        ran.append(city)
+        return f"{city}: 3C"
+
+    def model(state: Any) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if isinstance(last, HumanMessage) and "[turnlog]" in str(last.content):
+            return {"messages": [AIMessage(content="carried on")]}
+        if isinstance(last, ToolMessage):
+            return {"messages": [AIMessage(content="3C")]}
+        calls = [{"id": "w1", "name": "weather", "args": {"city": "Oslo"}}]
+        return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+    async def main() -> list[Any]:
+        config: Any = {"configurable": {"thread_id": "t"}}
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "cp.db")) as saver:
+            with TurnlogToolWrapper(target, "t") as tools:
+                graph = StateGraph(MessagesState)
+                graph.add_node("agent", model)
+                graph.add_node("tools", ToolNode([weather], awrap_tool_call=tools.awrap))
+                graph.add_edge(START, "agent")
+                graph.add_conditional_edges("agent", tools_condition)
+                graph.add_edge("tools", "agent")
+                app = graph.compile(checkpointer=saver, interrupt_before=["tools"])
+                await app.ainvoke({"messages": [HumanMessage("Weather?")]}, config)
+                written = await tools.arecover_thread(app, config, revive=True)
+                out = await app.ainvoke(None, config)
+                tools.finish(out)
+                return written
+
+    written = asyncio.run(main())
+    assert [type(m).__name__ for m in written] == ["ToolMessage", "HumanMessage"]
+    assert written[1].content.startswith("[turnlog] The previous process")
+    assert ran == []
+    found = turnlog.inspect(target, "t")
+    assert found.status == "finished" and found.revivals == 1
+    exports_valid(target, "t")
+
+
+def test_sync_entry_points_of_openai_agents_and_pydantic_ai(target: str) -> None:
+    """`Runner.run_sync` and `agent.run_sync` run their own event loop; the
+    handles work there too, and `with`-less close still releases the writer."""
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message, function_call
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from turnlog.integrations.openai_agents import TurnlogSession
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    set_tracing_disabled(True)
+
+    @function_tool
+    def lookup(city: str) -> str:
+        """Look up the weather."""
+        return f"{city}: 3C"
+
+    model = ScriptedModel(
+        [[function_call("lookup", {"city": "Oslo"}, call_id="c1")], [assistant_message("3C")]]
+    )
+    session = TurnlogSession(target, "oa")
+    result = Runner.run_sync(
+        Agent(name="w", model=model, tools=[lookup]),
+        "Weather?",
+        session=session,
+        hooks=session.hooks,
+    )
+    asyncio.run(session.close())
+    assert result.final_output == "3C"
+    assert turnlog.inspect(target, "oa").status == "finished"
+
+    def reply(messages: list[Any], info: Any) -> ModelResponse:
+        if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
+            return ModelResponse(parts=[TextPart("3C")])
+        return ModelResponse(parts=[ToolCallPart("look", {"city": "Oslo"}, tool_call_id="p1")])
+
+    agent = PydanticAgent(FunctionModel(reply))
+
+    @agent.tool_plain
+    def look(city: str) -> str:
+        return f"{city}: 3C"
+
+    cap = TurnlogCapability(target, "pa")
+    assert (
+        agent.run_sync("Weather?", message_history=cap.messages(), capabilities=[cap]).output
+        == "3C"
+    )
+    asyncio.run(cap.close())
+    assert turnlog.inspect(target, "pa").status == "finished"
+    exports_valid(target, "oa")
+    exports_valid(target, "pa")
