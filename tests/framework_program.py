@@ -41,8 +41,11 @@ def amounts(parallel: bool) -> list[int]:
     return [1, 2] if parallel else [1]
 
 
-def report(final: str, calls: list[str], outputs: list[str]) -> None:
-    print(json.dumps({"final": final, "calls": calls, "outputs": outputs}))
+def report(final: str, calls: list[str], outputs: list[str], first: Any = None) -> None:
+    """One JSON line: the final text, and the calls, outputs and whether the
+    resume notice were in the model's first input."""
+    notice = "[turnlog] The previous process" in str(first)
+    print(json.dumps({"final": final, "calls": calls, "outputs": outputs, "notice": notice}))
 
 
 # -- OpenAI Agents SDK ---------------------------------------------------------------
@@ -93,6 +96,7 @@ def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
             str(result.final_output),
             [i["call_id"] for i in first if i.get("type") == "function_call"],
             [i["call_id"] for i in first if i.get("type") == "function_call_output"],
+            first,
         )
 
     asyncio.run(main())
@@ -171,6 +175,7 @@ def pydantic_ai(mode: str, store: str, side: str, parallel: bool) -> None:
                 for p in m.parts
                 if isinstance(p, ToolReturnPart)
             ],
+            first,
         )
 
     asyncio.run(main())
@@ -264,6 +269,7 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         str(out["messages"][-1].content),
         [c["id"] for m in first for c in (getattr(m, "tool_calls", None) or [])],
         [m.tool_call_id for m in first if isinstance(m, ToolMessage)],
+        first,
     )
 
 
@@ -341,6 +347,7 @@ def adk(mode: str, store: str, side: str, parallel: bool) -> None:
             final,
             [str(p.function_call.id) for p in parts if p.function_call],
             [str(p.function_response.id) for p in parts if p.function_response],
+            seen[0],
         )
 
     asyncio.run(main())

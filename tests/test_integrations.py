@@ -36,11 +36,14 @@ def ran(side: Path) -> list[int]:
     return [int(line) for line in side.read_text().split()] if side.exists() else []
 
 
+@pytest.mark.parametrize("command", ["recover", "revive"])
 @pytest.mark.parametrize("parallel", [False, True], ids=["one call", "parallel calls"])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_killed_mid_tool_then_recovered_and_resumed(
-    tmp_path: Path, framework: str, parallel: bool
+    tmp_path: Path, framework: str, parallel: bool, command: str
 ) -> None:
+    """Killed inside the tool; `turnlog recover` (or `turnlog revive`) from a
+    shell; the same program resumed on the same session."""
     store, side = tmp_path / "store", tmp_path / "side"
     flags = ["--parallel"] if parallel else []
     killed_in = 2 if parallel else 1
@@ -56,12 +59,16 @@ def test_killed_mid_tool_then_recovered_and_resumed(
     assert owed[killed_call] == "tool_outcome_unknown"  # dispatched: it may have run
     assert set(owed) <= {"call_1_1", "call_1_2"}
 
-    code, out, _ = cli("recover", session, "--json")
-    appended = json.loads(out)["appended"]
-    results = [e for e in appended if e["type"] == "tool_result"]
-    assert code == 0 and [r["data"]["call_id"] for r in results] == list(owed)
-    code, out, _ = cli("recover", session, "--json")
-    assert json.loads(out)["appended"] == []  # a second recover appends nothing
+    if command == "recover":
+        code, out, _ = cli("recover", session, "--json")
+        appended = json.loads(out)["appended"]
+        results = [e for e in appended if e["type"] == "tool_result"]
+        assert code == 0 and [r["data"]["call_id"] for r in results] == list(owed)
+        code, out, _ = cli("recover", session, "--json")
+        assert json.loads(out)["appended"] == []  # a second recover appends nothing
+    else:
+        code, out, err = cli("revive", session)
+        assert code == 0, (out, err)
 
     resumed = program(framework, "resume", str(store), str(side), *flags)
     assert resumed.returncode == 0, resumed.stderr
@@ -70,6 +77,7 @@ def test_killed_mid_tool_then_recovered_and_resumed(
     # The model's input on resume holds each call and its result, same ids.
     expected = [f"call_1_{a}" for a in ([1, 2] if parallel else [1])]
     assert seen["calls"] == expected and sorted(seen["outputs"]) == expected
+    assert seen["notice"] is (command == "revive")  # the model is told only when revived
     assert sorted(ran(side)) == ([1, 2] if parallel else [1])  # every charge ran once
 
     for provider in PROVIDERS:

@@ -92,7 +92,9 @@ def release(log: Log) -> None:
         if shared.refs > 0:
             return
         del _HANDLES[key]
-    log.close()
+        # Closed under the lock: a handle acquired right after must not find
+        # the session still locked by this closing one.
+        log.close()
 
 
 def repair(log: Log, *, recover: bool = False, revive: bool = False) -> None:

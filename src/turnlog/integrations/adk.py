@@ -281,12 +281,15 @@ class TurnlogSessionService(BaseSessionService):
                 owed = {call.call_id for call in log.verdict().owed}
                 for response in responses:
                     if response.id in owed:
+                        # A call ADK ran without the plugin's callbacks (one
+                        # of its own tools) has a result and no dispatch.
                         log.append(
                             ev.ToolResult(
                                 call_id=str(response.id),
                                 name=response.name,
                                 content=_result_text(response.response),
-                            )
+                            ),
+                            allow_undispatched=True,
                         )
                 log.append(raw)
             elif text and event.is_final_response():

@@ -335,11 +335,14 @@ class TurnlogToolWrapper:
             unrecorded = [call for call in pending if str(call["id"]) not in known]
             if unrecorded:
                 self._settle_unstarted(messages, last, unrecorded)
-            notice = None
             if revive and (crashed or pending):
-                revived = revive_log(log)
-                if revived.revived:
-                    notice = log.messages[-1]
+                revive_log(log)
+            # The resume notice the thread has not seen yet: written just now,
+            # or by `turnlog revive` before this program started.
+            told = log.messages[-1] if log.messages else None
+            notice = None
+            if told is not None and told.injected == "revival" and not _told(messages):
+                notice = told
             results = _results_by_call(log.messages)
         out: list[Any] = []
         for call in pending:
@@ -405,6 +408,12 @@ def recover_thread(
     open on the same session in this process."""
     with TurnlogToolWrapper(target, session_id, create=False) as tools:
         return tools.recover_thread(graph, config, revive=revive, tools_node=tools_node)
+
+
+def _told(messages: Sequence[Any]) -> bool:
+    """Whether the thread ends with the resume notice turnlog put into it."""
+    last = messages[-1] if messages else None
+    return bool((getattr(last, "additional_kwargs", None) or {}).get(_INJECTED))
 
 
 def _requested(messages: Sequence[Any]) -> set[str]:
