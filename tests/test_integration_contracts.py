@@ -340,6 +340,7 @@ def test_openai_agents_hooks_compose_and_turnlog_dispatches_first(target: str) -
 
 
 def test_adk_sessions_round_trip_state_and_never_delete(target: str) -> None:
+    from google.adk.errors.already_exists_error import AlreadyExistsError
     from google.adk.events.event import Event as AdkEvent
     from google.adk.events.event_actions import EventActions
     from google.genai import types
@@ -358,6 +359,8 @@ def test_adk_sessions_round_trip_state_and_never_delete(target: str) -> None:
                 actions=EventActions(state_delta={"greeted": True}),
             )
             await sessions.append_event(made, said)
+            with pytest.raises(AlreadyExistsError):
+                await sessions.create_session(app_name="shop", user_id="u", session_id="s")
         async with TurnlogSessionService(target) as sessions:
             got = await sessions.get_session(app_name="shop", user_id="u", session_id="s")
             assert got is not None
@@ -538,3 +541,40 @@ def test_sync_entry_points_of_openai_agents_and_pydantic_ai(target: str) -> None
     assert turnlog.inspect(target, "pa").status == "finished"
     exports_valid(target, "oa")
     exports_valid(target, "pa")
+
+
+def test_pydantic_ai_tool_metadata_declares_idempotency(tmp_path: Path) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    def reply(messages: list[Any], info: Any) -> ModelResponse:
+        if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(
+            parts=[ToolCallPart("read", {}, tool_call_id="r1"), ToolCallPart("wipe", {}, "w1")]
+        )
+
+    agent = Agent(FunctionModel(reply))
+
+    @agent.tool_plain(metadata={"idempotency": "read_only"})
+    def read() -> str:
+        return "contents"
+
+    @agent.tool_plain
+    def wipe() -> str:
+        return "wiped"
+
+    async def main() -> None:
+        async with TurnlogCapability(tmp_path, "p", idempotency={"wipe": "destructive"}) as cap:
+            await agent.run("go", message_history=cap.messages(), capabilities=[cap])
+
+    asyncio.run(main())
+    dispatched = {
+        e.data.name: e.data.idempotency
+        for e in events_of(str(tmp_path), "p")
+        if isinstance(e.data, ev.ToolDispatch)
+    }
+    assert dispatched == {"read": "read_only", "wipe": "destructive"}

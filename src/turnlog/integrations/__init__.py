@@ -107,7 +107,9 @@ def repair(log: Log, *, recover: bool = False, revive: bool = False) -> None:
             from turnlog.revival import revive as revive_log
 
             revive_log(log)
-        if log.crashed and (recover or not log.verdict().owed):
+        # Past the revival cap nothing is revived, and recovery still closes
+        # the turn, as `turnlog.open(..., revive=True)` does.
+        if log.crashed and (recover or revive or not log.verdict().owed):
             log.recover()
 
 

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events.event import Event as AdkEvent
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.sessions.base_session_service import (
@@ -157,6 +158,8 @@ class TurnlogSessionService(BaseSessionService):
         import uuid
 
         session_id = (session_id or "").strip() or uuid.uuid4().hex
+        if await asyncio.to_thread(self.store.exists, session_id):
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.")
         meta = {"adk": {"app_name": app_name, "user_id": user_id, "state": state or {}}}
         log = await asyncio.to_thread(self._log, session_id, create=True, meta=meta)
         return Session(

@@ -195,7 +195,8 @@ class TurnlogToolWrapper:
             )
             if turn is None:
                 self._check(messages[:index])
-                self._record_new_prompts(messages, index)
+            # By id, so also a prompt of a run whose `finish` was not called.
+            self._record_new_prompts(messages, index)
             begin_step(log)
             calls = [
                 ToolCall(
