@@ -4,16 +4,19 @@ its own process: the crash the integrations must survive.
 
     python framework_program.py FRAMEWORK MODE STORE SIDE [--parallel]
 
-FRAMEWORK: openai-agents | pydantic-ai | langgraph
+FRAMEWORK: openai-agents | pydantic-ai | langgraph | adk
 MODE: run (killed inside `charge`), resume, resume-unrecovered (LangGraph without
 recover_thread); plain-run, plain-resume (the
 framework's own persistence, without turnlog). `resume` prints one JSON
 object: the final text and what the model was sent on resume.
 """
 
+import ast
 import asyncio
+import inspect
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -38,8 +41,11 @@ def amounts(parallel: bool) -> list[int]:
     return [1, 2] if parallel else [1]
 
 
-def report(final: str, calls: list[str], outputs: list[str]) -> None:
-    print(json.dumps({"final": final, "calls": calls, "outputs": outputs}))
+def report(final: str, calls: list[str], outputs: list[str], first: Any = None) -> None:
+    """One JSON line: the final text, and the calls, outputs and whether the
+    resume notice were in the model's first input."""
+    notice = "[turnlog] The previous process" in str(first)
+    print(json.dumps({"final": final, "calls": calls, "outputs": outputs, "notice": notice}))
 
 
 # -- OpenAI Agents SDK ---------------------------------------------------------------
@@ -90,6 +96,7 @@ def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
             str(result.final_output),
             [i["call_id"] for i in first if i.get("type") == "function_call"],
             [i["call_id"] for i in first if i.get("type") == "function_call_output"],
+            first,
         )
 
     asyncio.run(main())
@@ -168,6 +175,7 @@ def pydantic_ai(mode: str, store: str, side: str, parallel: bool) -> None:
                 for p in m.parts
                 if isinstance(p, ToolReturnPart)
             ],
+            first,
         )
 
     asyncio.run(main())
@@ -187,7 +195,7 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
     from langgraph.graph.message import add_messages
     from langgraph.prebuilt import ToolNode, tools_condition
 
-    from turnlog.integrations.langgraph import TurnlogToolWrapper, recover_thread
+    from turnlog.integrations.langgraph import TurnlogToolWrapper
 
     @tool
     def charge(amount: int) -> str:
@@ -215,6 +223,23 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
     connection = sqlite3.connect(str(Path(store) / "checkpoints.db"), check_same_thread=False)
     config: Any = {"configurable": {"thread_id": SESSION}}
 
+    class Saver(SqliteSaver):
+        """LangGraph's SQLite checkpointer; with KILL_AFTER_CHECKPOINT set, the
+        process dies right after the checkpoint that holds the model's tool
+        calls is committed, before the tool node runs: the window where the
+        thread knows calls that turnlog never saw."""
+
+        def put(self, config: Any, checkpoint: Any, *args: Any, **kwargs: Any) -> Any:
+            saved = super().put(config, checkpoint, *args, **kwargs)
+            messages = checkpoint.get("channel_values", {}).get("messages", [])
+            if (
+                os.environ.get("KILL_AFTER_CHECKPOINT")
+                and messages
+                and getattr(messages[-1], "tool_calls", None)
+            ):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return saved
+
     def compiled(wrapper: TurnlogToolWrapper | None) -> Any:
         graph = StateGraph(State)
         graph.add_node("agent", model)
@@ -222,13 +247,15 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         graph.add_edge(START, "agent")
         graph.add_conditional_edges("agent", tools_condition)
         graph.add_edge("tools", "agent")
-        return graph.compile(checkpointer=SqliteSaver(connection))
+        return graph.compile(checkpointer=Saver(connection))
 
-    if mode == "resume":  # ("resume-unrecovered" skips this, to show the refusal)
-        # The thread gets the tool node's output from turnlog: the next step is the model.
-        recover_thread(compiled(None), config, store, SESSION)
     wrapper = None if mode.startswith("plain") else TurnlogToolWrapper(store, SESSION)
     app = compiled(wrapper)
+    if mode in ("resume", "revive") and wrapper is not None:
+        # ("resume-unrecovered" skips this, to show the refusal.) The one graph
+        # built is the one recovered: the thread gets the tool node's output
+        # from turnlog, and the next step is the model.
+        wrapper.recover_thread(app, config, revive=mode == "revive")
     if mode.endswith("run"):
         start: Any = {"messages": [HumanMessage("charge the card")]}
         out = app.invoke(start, config, durability="sync")
@@ -242,15 +269,287 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         str(out["messages"][-1].content),
         [c["id"] for m in first for c in (getattr(m, "tool_calls", None) or [])],
         [m.tool_call_id for m in first if isinstance(m, ToolMessage)],
+        first,
+    )
+
+
+# -- Google ADK ------------------------------------------------------------------------
+
+
+def adk(mode: str, store: str, side: str, parallel: bool) -> None:
+    from collections.abc import AsyncGenerator
+
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+    from google.genai import types
+
+    from turnlog.integrations.adk import TurnlogSessionService
+
+    seen: list[list[Any]] = []
+
+    class Scripted(BaseLlm):
+        """The model: asks for the charges until it sees a result, then answers."""
+
+        model: str = "scripted"
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            contents = list(llm_request.contents)
+            seen.append(contents)
+            parts = [p for c in contents for p in (c.parts or [])]
+            if any(p.function_response for p in parts):
+                reply = [types.Part(text=FINAL)]
+            else:
+                reply = [
+                    types.Part(
+                        function_call=types.FunctionCall(
+                            id=f"call_{len(seen)}_{a}", name="charge", args={"amount": a}
+                        )
+                    )
+                    for a in amounts(parallel)
+                ]
+            yield LlmResponse(content=types.Content(role="model", parts=reply))
+
+    async def charge(amount: int) -> str:
+        """Charge the card."""
+        record(side, amount)
+        return f"charged {amount}"
+
+    agent = LlmAgent(name="payer", model=Scripted(), tools=[charge])
+
+    async def main() -> None:
+        Path(store).mkdir(parents=True, exist_ok=True)
+        if mode.startswith("plain"):
+            sessions: Any = SqliteSessionService(str(Path(store) / "adk.db"))
+            app = App(name="shop", root_agent=agent)
+        else:
+            sessions = TurnlogSessionService(store, revive=mode == "revive")
+            app = App(name="shop", root_agent=agent, plugins=[sessions.plugin])
+        runner = Runner(app=app, session_service=sessions)
+        if mode.endswith("run"):
+            await sessions.create_session(app_name="shop", user_id="u", session_id=SESSION)
+        text = "charge the card" if mode.endswith("run") else "continue"
+        final = ""
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for event in runner.run_async(user_id="u", session_id=SESSION, new_message=message):
+            if event.is_final_response() and event.content and event.content.parts:
+                final = "".join(p.text or "" for p in event.content.parts)
+        if isinstance(sessions, TurnlogSessionService):
+            await sessions.close()
+        parts = [p for c in seen[0] for p in (c.parts or [])]
+        report(
+            final,
+            [str(p.function_call.id) for p in parts if p.function_call],
+            [str(p.function_response.id) for p in parts if p.function_response],
+            seen[0],
+        )
+
+    asyncio.run(main())
+
+
+# -- docs/integrations.md, run as written ------------------------------------------------
+
+DOCS = Path(__file__).parent.parent / "docs" / "integrations.md"
+NOTICE = "[turnlog] The previous process"
+
+
+def doc_blocks(framework: str) -> dict[str, str]:
+    """The doc's code blocks for one framework, by step (`<!-- program: FW STEP -->`)."""
+    found = re.findall(
+        r"<!-- program: (\S+) (\S+) -->\n```python\n(.*?)```", DOCS.read_text(), re.S
+    )
+    return {step: code for fw, step, code in found if fw == framework}
+
+
+def run_block(code: str, namespace: dict[str, Any]) -> None:
+    """One block as a top-level program (top-level `await` and `async with` allowed),
+    on the store the test chose (`DOC_STORE`, else the doc's own "sessions")."""
+    store = os.environ.get("DOC_STORE")
+    if store:
+        code = code.replace('"sessions"', repr(store))
+    compiled = compile(code, str(DOCS), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    result = eval(compiled, namespace)
+    if inspect.iscoroutine(result):
+        asyncio.run(result)
+
+
+def doc_fixtures(framework: str, side: str, parallel: bool, seen: list[Any]) -> dict[str, Any]:
+    """What the doc leaves to the reader: the agent (or model node), the `charge`
+    tool (records each real execution, can SIGKILL its process), a checkpointer.
+    Each scripted model asks for the charges until it sees a tool result, then
+    answers FINAL; `seen` collects what it was sent."""
+
+    def asks(count: int) -> list[tuple[str, int]]:
+        return [(f"call_{count}_{a}", a) for a in amounts(parallel)]
+
+    if framework == "openai-agents":
+        from agents import Agent, function_tool, set_tracing_disabled
+        from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+        set_tracing_disabled(True)
+
+        def respond(call: Any) -> Any:
+            items = [i if isinstance(i, dict) else i.model_dump() for i in call.input]
+            seen.append(items)
+            if any(i.get("type") == "function_call_output" for i in items):
+                return [assistant_message(FINAL)]
+            return [function_call("charge", {"amount": a}, call_id=i) for i, a in asks(len(seen))]
+
+        @function_tool
+        def charge_tool(amount: int) -> str:
+            """Charge the card."""
+            record(side, amount)
+            return f"charged {amount}"
+
+        charge_tool.name = "charge"
+        model = ScriptedModel([ModelStep.respond(respond) for _ in range(4)])
+        return {"agent": Agent(name="payer", model=model, tools=[charge_tool])}
+    if framework == "pydantic-ai":
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+        from pydantic_ai.models.function import FunctionModel
+
+        def reply(messages: list[Any], info: Any) -> ModelResponse:
+            seen.append(messages)
+            if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
+                return ModelResponse(parts=[TextPart(FINAL)])
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("charge", {"amount": a}, tool_call_id=i)
+                    for i, a in asks(len(seen))
+                ]
+            )
+
+        agent = Agent(FunctionModel(reply))
+
+        @agent.tool_plain
+        def charge(amount: int) -> str:
+            record(side, amount)
+            return f"charged {amount}"
+
+        return {"agent": agent}
+    if framework == "langgraph":
+        import sqlite3
+
+        from langchain_core.messages import AIMessage, ToolMessage
+        from langchain_core.tools import tool
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        @tool
+        def charge(amount: int) -> str:
+            """Charge the card."""
+            record(side, amount)
+            return f"charged {amount}"
+
+        def call_model(state: Any) -> dict[str, Any]:
+            messages = state["messages"]
+            seen.append(list(messages))
+            if any(isinstance(m, ToolMessage) for m in messages):
+                return {"messages": [AIMessage(content=FINAL)]}
+            calls = [{"id": i, "name": "charge", "args": {"amount": a}} for i, a in asks(len(seen))]
+            return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+        connection = sqlite3.connect("checkpoints.db", check_same_thread=False)
+        return {"charge": charge, "call_model": call_model, "checkpointer": SqliteSaver(connection)}
+    from collections.abc import AsyncGenerator
+
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    class Scripted(BaseLlm):
+        model: str = "scripted"
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            contents = list(llm_request.contents)
+            seen.append(contents)
+            if any(p.function_response for c in contents for p in (c.parts or [])):
+                parts = [types.Part(text=FINAL)]
+            else:
+                parts = [
+                    types.Part(
+                        function_call=types.FunctionCall(id=i, name="charge", args={"amount": a})
+                    )
+                    for i, a in asks(len(seen))
+                ]
+            yield LlmResponse(content=types.Content(role="model", parts=parts))
+
+    async def charge(amount: int) -> str:
+        """Charge the card."""
+        record(side, amount)
+        return f"charged {amount}"
+
+    return {"agent": LlmAgent(name="payer", model=Scripted(), tools=[charge])}
+
+
+def doc_program(framework: str, step: str, workdir: str, side: str, parallel: bool) -> None:
+    """Run the doc's section for `framework`: `run` (killed inside `charge` when
+    KILL_AT says so) or `revive`; print the final text and the model's first input."""
+    side = os.path.abspath(side)
+    os.makedirs(workdir, exist_ok=True)
+    os.chdir(workdir)
+    blocks = doc_blocks(framework)
+    seen: list[Any] = []
+    namespace = {"__name__": "__doc__", **doc_fixtures(framework, side, parallel, seen)}
+    if "build" in blocks:
+        run_block(blocks["build"], namespace)
+    run_block(blocks[step], namespace)
+    if framework == "openai-agents":
+        final = str(namespace["result"].final_output)
+        first = seen[0]
+        calls = [i["call_id"] for i in first if i.get("type") == "function_call"]
+        outputs = [i["call_id"] for i in first if i.get("type") == "function_call_output"]
+    elif framework == "pydantic-ai":
+        final = str(namespace["result"].output)
+        parts = [p for m in seen[0] for p in m.parts]
+        calls = [p.tool_call_id for p in parts if p.part_kind == "tool-call"]
+        outputs = [p.tool_call_id for p in parts if p.part_kind == "tool-return"]
+    elif framework == "langgraph":
+        final = str(namespace["out"]["messages"][-1].content)
+        calls = [c["id"] for m in seen[0] for c in (getattr(m, "tool_calls", None) or [])]
+        outputs = [m.tool_call_id for m in seen[0] if getattr(m, "type", "") == "tool"]
+    else:
+        event = namespace["event"]
+        final = "".join(p.text or "" for p in event.content.parts)
+        parts = [p for c in seen[0] for p in (c.parts or [])]
+        calls = [str(p.function_call.id) for p in parts if p.function_call]
+        outputs = [str(p.function_response.id) for p in parts if p.function_response]
+    print(
+        json.dumps(
+            {
+                "final": final,
+                "calls": calls,
+                "outputs": outputs,
+                "notice": NOTICE in str(seen[0]),
+                "model_calls": len(seen),
+            }
+        )
     )
 
 
 def main(argv: list[str]) -> None:
     framework, mode, store, side = argv[:4]
     parallel = "--parallel" in argv
-    {"openai-agents": openai_agents, "pydantic-ai": pydantic_ai, "langgraph": langgraph}[framework](
-        mode, store, side, parallel
-    )
+    if mode.startswith("doc-"):
+        doc_program(framework, mode.removeprefix("doc-"), store, side, parallel)
+        return
+    programs = {
+        "openai-agents": openai_agents,
+        "pydantic-ai": pydantic_ai,
+        "langgraph": langgraph,
+        "adk": adk,
+    }
+    programs[framework](mode, store, side, parallel)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from entry_point import cli
 from turnlog.providers import PROVIDERS
 
 PROGRAM = str(Path(__file__).with_name("framework_program.py"))
-FRAMEWORKS = ["openai-agents", "pydantic-ai", "langgraph"]
+FRAMEWORKS = ["openai-agents", "pydantic-ai", "langgraph", "adk"]
 SIGKILLED = -9
 FINAL = "all charges settled"
 
@@ -36,11 +36,14 @@ def ran(side: Path) -> list[int]:
     return [int(line) for line in side.read_text().split()] if side.exists() else []
 
 
+@pytest.mark.parametrize("command", ["recover", "revive"])
 @pytest.mark.parametrize("parallel", [False, True], ids=["one call", "parallel calls"])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_killed_mid_tool_then_recovered_and_resumed(
-    tmp_path: Path, framework: str, parallel: bool
+    tmp_path: Path, framework: str, parallel: bool, command: str
 ) -> None:
+    """Killed inside the tool; `turnlog recover` (or `turnlog revive`) from a
+    shell; the same program resumed on the same session."""
     store, side = tmp_path / "store", tmp_path / "side"
     flags = ["--parallel"] if parallel else []
     killed_in = 2 if parallel else 1
@@ -56,12 +59,16 @@ def test_killed_mid_tool_then_recovered_and_resumed(
     assert owed[killed_call] == "tool_outcome_unknown"  # dispatched: it may have run
     assert set(owed) <= {"call_1_1", "call_1_2"}
 
-    code, out, _ = cli("recover", session, "--json")
-    appended = json.loads(out)["appended"]
-    results = [e for e in appended if e["type"] == "tool_result"]
-    assert code == 0 and [r["data"]["call_id"] for r in results] == list(owed)
-    code, out, _ = cli("recover", session, "--json")
-    assert json.loads(out)["appended"] == []  # a second recover appends nothing
+    if command == "recover":
+        code, out, _ = cli("recover", session, "--json")
+        appended = json.loads(out)["appended"]
+        results = [e for e in appended if e["type"] == "tool_result"]
+        assert code == 0 and [r["data"]["call_id"] for r in results] == list(owed)
+        code, out, _ = cli("recover", session, "--json")
+        assert json.loads(out)["appended"] == []  # a second recover appends nothing
+    else:
+        code, out, err = cli("revive", session)
+        assert code == 0, (out, err)
 
     resumed = program(framework, "resume", str(store), str(side), *flags)
     assert resumed.returncode == 0, resumed.stderr
@@ -70,6 +77,7 @@ def test_killed_mid_tool_then_recovered_and_resumed(
     # The model's input on resume holds each call and its result, same ids.
     expected = [f"call_1_{a}" for a in ([1, 2] if parallel else [1])]
     assert seen["calls"] == expected and sorted(seen["outputs"]) == expected
+    assert seen["notice"] is (command == "revive")  # the model is told only when revived
     assert sorted(ran(side)) == ([1, 2] if parallel else [1])  # every charge ran once
 
     for provider in PROVIDERS:
@@ -89,8 +97,10 @@ def test_without_turnlog_the_same_crash_charges_twice(tmp_path: Path, framework:
     resumed = program(framework, "plain-resume", str(store), str(side))
     assert resumed.returncode == 0, resumed.stderr
     assert ran(side) == [1, 1]
-    if framework == "openai-agents":
-        # The SDK saved only the user message: the model never saw the call.
+    if framework in ("openai-agents", "adk"):
+        # The Agents SDK saved only the user message; ADK saved the call and
+        # drops it from the model's input, since nothing answered it. Either
+        # way the model never saw the call.
         seen = json.loads(resumed.stdout.strip().splitlines()[-1])
         assert seen["calls"] == [] and seen["outputs"] == []
 
@@ -233,3 +243,40 @@ def test_resuming_before_recovery_is_refused_with_a_hint(tmp_path: Path, framewo
     assert "SessionInterruptedError" in resumed.stderr and "turnlog recover" in resumed.stderr
     assert (store / "run-1.jsonl").read_bytes() == before
     assert ran(side) == [1]
+
+
+def test_langgraph_killed_after_the_checkpoint_before_the_tools(tmp_path: Path) -> None:
+    """The crash hit after LangGraph saved the model's tool calls, before any
+    reached the wrapper: turnlog never saw them. Recovering the thread answers
+    them `tool_not_started` (they provably never started: the wrapper dispatches
+    before every tool) instead of leaving an unanswered AIMessage, and the
+    next step is the model. Nothing ran, and nothing runs twice."""
+    store, side = tmp_path / "store", tmp_path / "side"
+    env = {**os.environ, "KILL_AFTER_CHECKPOINT": "1"}
+    died = subprocess.run(
+        [sys.executable, PROGRAM, "langgraph", "run", str(store), str(side), "--parallel"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert died.returncode == SIGKILLED, died.stderr
+    session = str(store / "run-1.jsonl")
+    code, out, _ = cli("inspect", session, "--json")
+    assert json.loads(out)["owed_calls"] == []  # turnlog holds nothing of the step
+
+    resumed = program("langgraph", "resume", str(store), str(side), "--parallel")
+    assert resumed.returncode == 0, resumed.stderr
+    seen = json.loads(resumed.stdout.strip().splitlines()[-1])
+    assert seen["final"] == FINAL
+    assert seen["calls"] == ["call_1_1", "call_1_2"] and seen["outputs"] == seen["calls"]
+    assert ran(side) == []
+    code, out, _ = cli("show", session, "--json")
+    results = [e for e in json.loads(out)["events"] if e["type"] == "tool_result"]
+    assert [(r["data"]["call_id"], r["data"]["risk"]) for r in results] == [
+        ("call_1_1", "tool_not_started"),
+        ("call_1_2", "tool_not_started"),
+    ]
+    for provider in PROVIDERS:
+        code, out, _ = cli("export", session, "--to", provider, "--validate")
+        assert code == 0, (provider, out)

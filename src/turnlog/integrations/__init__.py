@@ -1,32 +1,230 @@
-"""turnlog under agent frameworks: one module per framework, imported only when used."""
+"""turnlog under agent frameworks: one module per framework, imported only when used;
+here, what they share: one handle per session per process, tool idempotency, the
+history check, and the turn and step boundaries a framework's hooks imply."""
 
 from __future__ import annotations
 
+import os
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
 from turnlog import events as ev
-from turnlog.errors import SessionInterruptedError
+from turnlog.errors import SessionInterruptedError, TurnlogError, UsageError
 from turnlog.log import Log
+from turnlog.log import open as open_log
+from turnlog.stores import Store, open_store
+
+HistoryCheck = Literal["strict", "warn", "off"]
+_HISTORY_CHECKS = ("strict", "warn", "off")
+IDEMPOTENCY_VALUES = tuple(value.value for value in ev.Idempotency)
+
+# -- one handle per session per process -------------------------------------------------
 
 
-def refuse_interrupted(log: Log) -> None:
-    """A framework run must not start inside a crashed turn: its owed calls
-    would stay owed under the new run's messages. Recovery answers them first.
+@dataclass
+class _Shared:
+    log: Log
+    refs: int
 
-    A turn left open with nothing owed (a run that stopped between steps, or
-    a LangGraph run whose `finish` was not called) claims nothing about any
-    call: it is closed here as `interrupted`, as recovery would close it.
+
+# A web handler builds a framework session object per request, as it does with
+# the frameworks' own sessions. The writer lock is per session, so a second
+# `Log` on the same session in this process would be refused (it is held
+# here). The integrations share one `Log` per session instead, counted: the
+# last handle released closes it. A `Log` is safe to share between threads
+# and asyncio tasks.
+_HANDLES: dict[tuple[str, str, str], _Shared] = {}
+_HANDLES_LOCK = threading.Lock()
+
+
+def _key(store: Store, session_id: str) -> tuple[str, str, str]:
+    place = getattr(store, "directory", None) or getattr(store, "path", None)
+    where = os.path.realpath(place) if isinstance(place, str) else str(store.url)
+    return (type(store).__name__, where, session_id)
+
+
+def acquire(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None = None,
+    *,
+    recover: bool = False,
+    revive: bool = False,
+    **options: Any,
+) -> Log:
+    """The process's shared `Log` for a session, opened on first use.
+
+    `recover=True` / `revive=True` repair a crashed session as `turnlog.open`
+    does, also when the handle is already open here. A turn left open with
+    nothing owed (a run that stopped between steps, or a LangGraph run whose
+    `finish` was not called) claims nothing about any call: it is closed as
+    `interrupted`, as recovery would close it. A session with calls owed stays
+    crashed and refuses writes until it is recovered.
     """
-    found = log.verdict()
-    if found.open_turn is not None and not found.owed:
-        log.recover()
-    elif found.open_turn is not None:
-        owed = ", ".join(call.call_id for call in found.owed)
-        raise SessionInterruptedError(
-            f"session {log.session_id!r} was interrupted mid-turn (owed: {owed}); "
-            "a new run would start inside that turn",
-            hint=f"run `turnlog recover {log.store.location(log.session_id) or log.session_id}` "
-            "(or turnlog.recover / turnlog.revive) first, then resume on the same session",
-        )
+    store, session_id = open_store(target, session_id)
+    with _HANDLES_LOCK:
+        shared = _HANDLES.get(_key(store, session_id)) if session_id is not None else None
+        if shared is not None and not shared.log.closed:
+            shared.refs += 1
+            log = shared.log
+        else:
+            log = open_log(store, session_id, **options)
+            _HANDLES[_key(store, log.session_id)] = _Shared(log, 1)
+    try:
+        repair(log, recover=recover, revive=revive)
+    except BaseException:
+        release(log)
+        raise
+    return log
 
+
+def release(log: Log) -> None:
+    """Give back a handle from `acquire`; the last one closes the `Log`."""
+    with _HANDLES_LOCK:
+        key = _key(log.store, log.session_id)
+        shared = _HANDLES.get(key)
+        if shared is None or shared.log is not log:
+            log.close()
+            return
+        shared.refs -= 1
+        if shared.refs > 0:
+            return
+        del _HANDLES[key]
+        # Closed under the lock: a handle acquired right after must not find
+        # the session still locked by this closing one.
+        log.close()
+
+
+def repair(log: Log, *, recover: bool = False, revive: bool = False) -> None:
+    """Close a turn left open with nothing owed; recover or revive a crashed one
+    when asked (see `acquire`)."""
+    with log.lock:
+        if not log.crashed:
+            return
+        if revive:
+            from turnlog.revival import revive as revive_log
+
+            revive_log(log)
+        # Past the revival cap nothing is revived, and recovery still closes
+        # the turn, as `turnlog.open(..., revive=True)` does.
+        if log.crashed and (recover or revive or not log.verdict().owed):
+            log.recover()
+
+
+def refuse_interrupted(log: Log, *, how: str | None = None) -> None:
+    """A framework run must not start inside a crashed turn: its owed calls
+    would stay owed under the new run's messages. Recovery answers them first."""
+    if not log.crashed:
+        return
+    owed = ", ".join(call.call_id for call in log.verdict().owed)
+    where = log.store.location(log.session_id) or log.session_id
+    raise SessionInterruptedError(
+        f"session {log.session_id!r} was interrupted mid-turn (owed: {owed}); "
+        "a new run would start inside that turn",
+        hint=(how + ", or " if how else "")
+        + f"run `turnlog recover {where}` (or open it with recover=True / revive=True) "
+        "first, then resume on the same session",
+    )
+
+
+# -- what a user knows about a tool -----------------------------------------------------
+
+
+def check_idempotency(value: object, *, tool: str | None = None) -> str:
+    """One of the four idempotency values, or a `UsageError` listing them."""
+    if isinstance(value, str) and value in IDEMPOTENCY_VALUES:
+        return value
+    which = f" for tool {tool!r}" if tool else ""
+    raise UsageError(
+        f"idempotency {value!r}{which} is not one of {', '.join(IDEMPOTENCY_VALUES)}",
+        hint="declare each tool as read_only (only reads), idempotent (safe to repeat), "
+        "destructive (changes state, never retry blindly) or unknown",
+    )
+
+
+def check_idempotency_map(mapping: Mapping[str, str] | None) -> dict[str, str]:
+    """A tool-name → idempotency mapping, every value checked."""
+    return {name: check_idempotency(value, tool=name) for name, value in (mapping or {}).items()}
+
+
+def tool_idempotency(
+    name: str | None, declared: Mapping[str, str], metadata: Mapping[str, Any] | None = None
+) -> str | None:
+    """What the user declared about a tool: the integration's mapping first,
+    then the tool's own metadata (`{"idempotency": ...}`), else nothing."""
+    if name is not None and name in declared:
+        return declared[name]
+    if metadata and "idempotency" in metadata:
+        return check_idempotency(metadata["idempotency"], tool=name)
+    return None
+
+
+# -- the run extends the log ------------------------------------------------------------
+
+
+class HistoryMismatchError(TurnlogError):
+    """A framework handed turnlog a history that is not the log's transcript."""
+
+    hint = (
+        "pass the session's own history (the integration's messages / items), or start "
+        "a new session; history='warn' or 'off' lets the run go on"
+    )
+
+
+def check_history_mode(mode: str) -> HistoryCheck:
+    if mode not in _HISTORY_CHECKS:
+        raise UsageError(
+            f"history check {mode!r} is not one of {', '.join(_HISTORY_CHECKS)}",
+            hint="strict raises on a mismatch, warn (the default) warns, off does not check",
+        )
+    return mode  # type: ignore[return-value]
+
+
+def check_history(
+    log: Log,
+    given: Sequence[tuple[str, tuple[str, ...]]],
+    mode: HistoryCheck,
+    *,
+    what: str,
+) -> None:
+    """The history a framework hands over must be the log's transcript or
+    extend it. Both sides are compared as (role, call ids) shapes, which is
+    what a provider's pairing rules see; the log is never rewritten to match.
+    A mismatch raises in `strict`, warns in `warn`, is ignored in `off`."""
+    if mode == "off":
+        return
+    logged = [
+        (message.role, tuple(call.id for call in message.tool_calls) or _call_id(message))
+        for message in log.messages
+    ]
+    given = [entry for entry in given if entry[0] != "system"]
+    logged = [entry for entry in logged if entry[0] != "system"]
+    if given[: len(logged)] == logged:
+        return
+    at = next(
+        (i for i, (a, b) in enumerate(zip(given, logged, strict=False)) if a != b),
+        min(len(given), len(logged)),
+    )
+    message = (
+        f"{what} is not the transcript of session {log.session_id!r} nor an extension of it: "
+        f"they differ at message {at} ({len(given)} given, {len(logged)} in the log)"
+    )
+    if mode == "strict":
+        raise HistoryMismatchError(message)
+    warnings.warn(message, HistoryMismatchWarning, stacklevel=3)
+
+
+def _call_id(message: Any) -> tuple[str, ...]:
+    return (message.call_id,) if message.role == "tool" and message.call_id else ()
+
+
+class HistoryMismatchWarning(UserWarning):
+    """The `warn` form of `HistoryMismatchError`."""
+
+
+# -- turn and step boundaries -----------------------------------------------------------
 
 # The turn and step boundaries a framework's hooks imply, written the way the
 # reference loop writes them. Each runs under the handle's lock (the sync

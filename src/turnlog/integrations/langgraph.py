@@ -3,13 +3,14 @@
     tools = TurnlogToolWrapper("sessions", "thread-7")
     node = ToolNode([charge], wrap_tool_call=tools, awrap_tool_call=tools.awrap)
 
-The wrapper records the model's message (with its tool calls) the first
-time one of its calls reaches the tool node, a durable `tool_dispatch`
-before each tool body runs, and the result after it. After a crash,
-`recover_thread(graph, config, "sessions", "thread-7")` recovers the
-turnlog session and writes the calls' results (the real ones turnlog
-holds, and a synthetic one per owed call) into the thread as the tool
-node's output, so the next step is the model, not a re-run of the tools.
+The wrapper records the thread's new messages and the model's message (with
+its tool calls) the first time one of its calls reaches the tool node, a
+durable `tool_dispatch` before each tool body runs, and the result after it.
+After a crash the same wrapper opens in recovery-only mode (its tools refuse
+to run), and `tools.recover_thread(graph, config)` recovers the turnlog
+session and writes the calls' results (the real ones turnlog holds, and a
+synthetic one per owed call) into the thread as the tool node's output, so
+the next step is the model, not a re-run of the tools.
 
 Not a checkpoint saver: checkpoints are opaque blobs written per super-step
 by an API that moves; turnlog records the calls themselves.
@@ -19,16 +20,37 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
 from typing import Any
 
 from turnlog import events as ev
-from turnlog.events import ToolCall
+from turnlog.errors import UsageError
+from turnlog.events import Origin, ToolCall
 from turnlog.formats.transcript import text_of as _text
-from turnlog.integrations import begin_step, end_turn, refuse_interrupted
+from turnlog.integrations import (
+    HistoryCheck,
+    acquire,
+    begin_step,
+    check_history,
+    check_history_mode,
+    check_idempotency_map,
+    end_turn,
+    refuse_interrupted,
+    release,
+    tool_idempotency,
+)
 from turnlog.log import Log
-from turnlog.log import open as open_log
 from turnlog.stores import Store
+
+# Which thread messages the log already holds, by LangChain message id: a
+# message is recorded once, found by its id, never by comparing its text
+# ("Done." twice is two answers).
+_IDS_EVENT = "x_langgraph_ids"
+# Marks the revival notice put into a thread, so the history check and the
+# recording of new messages know it came from turnlog.
+_INJECTED = "turnlog_injected"
+_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 
 
 def _messages(state: Any) -> list[Any]:
@@ -39,75 +61,180 @@ def _messages(state: Any) -> list[Any]:
     return list(getattr(state, "messages", []))
 
 
+def _calls(message: Any) -> list[dict[str, Any]]:
+    return list(getattr(message, "tool_calls", None) or [])
+
+
+def _shape(messages: Sequence[Any]) -> list[tuple[str, tuple[str, ...]]]:
+    out = []
+    for message in messages:
+        role = _ROLES.get(getattr(message, "type", ""), "user")
+        if role == "assistant":
+            ids = tuple(str(call["id"]) for call in _calls(message))
+        elif role == "tool":
+            ids = (str(message.tool_call_id),)
+        else:
+            ids = ()
+        out.append((role, ids))
+    return out
+
+
 class TurnlogToolWrapper:
     """`ToolNode(wrap_tool_call=...)` and `awrap_tool_call=...awrap` (also usable as
-    langchain's `AgentMiddleware.wrap_tool_call`)."""
+    langchain's `AgentMiddleware.wrap_tool_call`).
+
+    A handle with a lifetime: use it as a context manager or call `close()`.
+    Wrappers for the same session in one process share one writer. On a
+    session that crashed mid-turn it opens in recovery-only mode: its tools
+    refuse to run until `recover_thread` (or `turnlog recover`) answers the
+    owed calls.
+
+    `idempotency` maps tool names to `read_only`, `idempotent`, `destructive`
+    or `unknown`; a tool's own `metadata={"idempotency": ...}` says the same.
+    `history` checks that the thread is the log's transcript or extends it:
+    `warn` (default), `strict` (raises) or `off`.
+    """
 
     def __init__(
-        self, target: str | os.PathLike[str] | Store, session_id: str | None = None, **options: Any
+        self,
+        target: str | os.PathLike[str] | Store,
+        session_id: str | None = None,
+        *,
+        idempotency: Mapping[str, str] | None = None,
+        history: HistoryCheck = "warn",
+        **options: Any,
     ) -> None:
-        self.log: Log = open_log(target, session_id, **options)
-        try:
-            refuse_interrupted(self.log)
-        except BaseException:
-            self.log.close()
-            raise
-        self.session_id = self.log.session_id
+        self._idempotency = check_idempotency_map(idempotency)
+        self._history = check_history_mode(history)
+        self._handle: Log | None = acquire(target, session_id, **options)
+        self.session_id = self._handle.session_id
         # One tool node runs a step's calls in parallel; the message that asked
         # for them is recorded once.
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._ids: set[str] = set()
+        for event in self._handle.store.iter_events(self.session_id):
+            data = event.data
+            if isinstance(data, ev.Custom) and data.type == _IDS_EVENT:
+                self._ids.update(str(i) for i in data.fields.get("ids", ()))
+
+    # -- life -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the session (the last handle in the process closes it). Idempotent."""
+        log, self._handle = self._handle, None
+        if log is not None:
+            release(log)
+
+    def __enter__(self) -> TurnlogToolWrapper:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def log(self) -> Log:
+        """The session's writer (shared with other handles on it in this process)."""
+        if self._handle is None:
+            raise UsageError("the wrapper is closed", hint="build a new TurnlogToolWrapper")
+        return self._handle
+
+    def _live(self) -> Log:
+        return self.log
+
+    # -- recording the thread -------------------------------------------------------
+
+    def _note_ids(self, messages: Sequence[Any]) -> None:
+        ids = [str(m.id) for m in messages if getattr(m, "id", None)]
+        if ids:
+            self._live().append(ev.Custom(type=_IDS_EVENT, fields={"ids": ids}))
+            self._ids.update(ids)
+
+    def _recorded(self, message: Any) -> bool:
+        return bool(getattr(message, "id", None)) and str(message.id) in self._ids
+
+    def _record_new_prompts(self, messages: Sequence[Any], upto: int) -> None:
+        """The thread's human and system messages before `upto` that the log does not hold."""
+        log = self._live()
+        new = [
+            m
+            for m in messages[:upto]
+            if getattr(m, "type", None) in ("human", "system")
+            and not self._recorded(m)
+            and not (getattr(m, "additional_kwargs", None) or {}).get(_INJECTED)
+        ]
+        for message in new:
+            if message.type == "human":
+                log.user(_text(message.content))
+            else:
+                log.system(_text(message.content))
+        self._note_ids(new)
+
+    def _check(self, messages: Sequence[Any]) -> None:
+        check_history(self._live(), _shape(messages), self._history, what="the thread's history")
 
     def _record_request(self, state: Any, call_id: str) -> None:
-        with self._lock:
-            found = self.log.verdict()
+        log = self._live()
+        with self._lock, log.lock:
+            found = log.verdict()
             turn = found.open_turn
             if turn is not None and any(c.call_id == call_id for c in turn.calls):
                 return
             messages = _messages(state)
-            asking = next(
+            index, asking = next(
                 (
-                    m
-                    for m in reversed(messages)
-                    if any(call.get("id") == call_id for call in getattr(m, "tool_calls", ()) or ())
+                    (i, m)
+                    for i, m in reversed(list(enumerate(messages)))
+                    if any(call.get("id") == call_id for call in _calls(m))
                 ),
-                None,
+                (len(messages), None),
             )
             if turn is None:
-                prompt = next(
-                    (m for m in reversed(messages) if getattr(m, "type", None) == "human"), None
-                )
-                if prompt is not None:
-                    self.log.user(_text(prompt.content))
-            begin_step(self.log)
+                self._check(messages[:index])
+            # By id, so also a prompt of a run whose `finish` was not called.
+            self._record_new_prompts(messages, index)
+            begin_step(log)
             calls = [
                 ToolCall(
                     id=str(call["id"]), name=str(call["name"]), arguments=call.get("args") or {}
                 )
-                for call in (
-                    getattr(asking, "tool_calls", None) or [{"id": call_id, "name": "tool"}]
-                )
+                for call in (_calls(asking) or [{"id": call_id, "name": "tool"}])
             ]
             content = _text(asking.content) if asking is not None else ""
-            self.log.assistant([{"type": "text", "text": content}] if content else "", calls)
+            log.assistant([{"type": "text", "text": content}] if content else "", calls)
+            if asking is not None:
+                self._note_ids([asking])
+
+    # -- the wrapper ----------------------------------------------------------------
 
     def _before(self, request: Any) -> tuple[str, str]:
+        log = self._live()
+        refuse_interrupted(log, how="call `tools.recover_thread(graph, config)`")
         call = request.tool_call
         call_id, name = str(call["id"]), str(call["name"])
         self._record_request(request.state, call_id)
+        tool = getattr(request, "tool", None)
+        idempotency = tool_idempotency(name, self._idempotency, getattr(tool, "metadata", None))
         # Durable before the tool body runs: recovery's "not started" rests on it.
-        self.log.append(ev.ToolDispatch(call_id=call_id, name=name), sync=True)
+        log.append(ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency), sync=True)
         return call_id, name
 
     def _after(self, call_id: str, name: str, result: Any) -> None:
         content = _text(getattr(result, "content", result))
         is_error = getattr(result, "status", None) == "error"
-        self.log.append(
+        self._live().append(
             ev.ToolResult(call_id=call_id, name=name, content=content, is_error=is_error)
         )
 
     def _failed(self, call_id: str, name: str, exc: Exception) -> None:
         failure = f"{type(exc).__name__}: {exc}"
-        self.log.append(ev.ToolResult(call_id=call_id, name=name, content=failure, is_error=True))
+        self._live().append(
+            ev.ToolResult(call_id=call_id, name=name, content=failure, is_error=True)
+        )
 
     def __call__(self, request: Any, execute: Callable[[Any], Any]) -> Any:
         call_id, name = self._before(request)
@@ -126,39 +253,146 @@ class TurnlogToolWrapper:
         try:
             result = await execute(request)
         except Exception as exc:
-            self._failed(call_id, name, exc)
+            await asyncio.to_thread(self._failed, call_id, name, exc)
             raise
         await asyncio.to_thread(self._after, call_id, name, result)
         return result
 
     def finish(self, state: Any) -> None:
-        """Record the run's final answer and end the turn (call it after `invoke`).
-
-        A run resumed after `recover_thread` answers in a turn of its own.
+        """Record what the run added after the tools (call it after `invoke`):
+        the user's words of a turn that asked for no tools, and the final
+        answer; then end the turn. A message already recorded (found by its
+        id) is not recorded again; nothing is ever dropped for its text.
         """
         messages = _messages(state)
         last = messages[-1] if messages else None
-        if last is None or getattr(last, "type", None) != "ai" or getattr(last, "tool_calls", None):
+        if last is None or getattr(last, "type", None) != "ai" or _calls(last):
             return
-        answer = _text(last.content)
-        with self._lock:
-            log = self.log
-            found = log.verdict()
-            if found.owed:
+        log = self._live()
+        with self._lock, log.lock:
+            if self._recorded(last) or log.verdict().owed:
                 return
-            recorded = log.last_message()
-            if found.open_turn is None and (
-                recorded is not None
-                and recorded.role == "assistant"
-                and (ev.content_text(recorded.content) == answer)
-            ):
-                return
+            if log.verdict().open_turn is None:
+                self._check(messages[:-1])
+                self._record_new_prompts(messages, len(messages) - 1)
             begin_step(log)
-            log.assistant(answer)
+            log.assistant(_text(last.content))
+            self._note_ids([last])
             end_turn(log)
 
-    def close(self) -> None:
-        self.log.close()
+    # -- after a crash ----------------------------------------------------------------
+
+    def recover_thread(
+        self, graph: Any, config: dict[str, Any], *, revive: bool = False, tools_node: str = "tools"
+    ) -> list[Any]:
+        """Recover (or revive) the session, then give the thread the tool node's
+        output it never wrote: one `ToolMessage` per call of the interrupted
+        step, under the original call ids, with the real result turnlog
+        recorded or recovery's synthetic one. The next step is the model.
+
+        Calls the thread asked for that never reached the wrapper (the crash
+        hit after LangGraph saved the model's message, before the tool node
+        ran) provably never started, since the wrapper writes a durable
+        dispatch before every tool: they are recorded and answered
+        `tool_not_started`, in the log and in the thread. With `revive=True`
+        the revival notice follows the results. Returns the messages written.
+        """
+        snapshot = graph.get_state(config)
+        update = self._recovery_update(snapshot, revive=revive, tools_node=tools_node)
+        if update is not None:
+            graph.update_state(config, {"messages": update[0]}, as_node=update[1])
+        return update[0] if update is not None else []
+
+    async def arecover_thread(
+        self, graph: Any, config: dict[str, Any], *, revive: bool = False, tools_node: str = "tools"
+    ) -> list[Any]:
+        """`recover_thread` for graphs on an async checkpointer."""
+        import asyncio
+
+        snapshot = await graph.aget_state(config)
+        update = await asyncio.to_thread(
+            self._recovery_update, snapshot, revive=revive, tools_node=tools_node
+        )
+        if update is not None:
+            await graph.aupdate_state(config, {"messages": update[0]}, as_node=update[1])
+        return update[0] if update is not None else []
+
+    def _recovery_update(
+        self, snapshot: Any, *, revive: bool, tools_node: str
+    ) -> tuple[list[Any], str | None] | None:
+        from langchain_core.messages import HumanMessage, ToolMessage
+
+        from turnlog.revival import revive as revive_log
+
+        messages = _messages(snapshot.values)
+        last = messages[-1] if messages else None
+        pending = _calls(last) if tools_node in (snapshot.next or ()) else []
+        log = self._live()
+        with self._lock, log.lock:
+            crashed = log.crashed
+            if log.crashed:
+                log.recover()
+            known = _requested(log.messages)
+            unrecorded = [call for call in pending if str(call["id"]) not in known]
+            if unrecorded:
+                self._settle_unstarted(messages, last, unrecorded)
+            if revive and (crashed or pending):
+                revive_log(log)
+            # The resume notice the thread has not seen yet: written just now,
+            # or by `turnlog revive` before this program started.
+            told = log.messages[-1] if log.messages else None
+            notice = None
+            if told is not None and told.injected == "revival" and not _told(messages):
+                notice = told
+            results = _results_by_call(log.messages)
+        out: list[Any] = []
+        for call in pending:
+            call_id = str(call["id"])
+            if call_id not in results:
+                continue
+            content, is_error = results[call_id]
+            out.append(
+                ToolMessage(
+                    content=content,
+                    tool_call_id=call_id,
+                    name=call.get("name"),
+                    status="error" if is_error else "success",
+                )
+            )
+        if notice is not None:
+            human = HumanMessage(
+                content=ev.content_text(notice.content), additional_kwargs={_INJECTED: "revival"}
+            )
+            out.append(human)
+        if not out:
+            return None
+        return out, (tools_node if pending else None)
+
+    def _settle_unstarted(self, messages: Sequence[Any], asking: Any, calls: list[Any]) -> None:
+        """Record the model's message whose calls never reached the wrapper, and
+        let recovery answer them: the turn dispatched nothing and the step was
+        closed by the crash, so each is `tool_not_started` (rule R3)."""
+        log = self._live()
+        self._record_new_prompts(messages, len(messages) - 1)
+        begin_step(log)
+        content = _text(asking.content)
+        log.assistant(
+            [{"type": "text", "text": content}] if content else "",
+            [
+                ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=c.get("args") or {})
+                for c in calls
+            ],
+        )
+        self._note_ids([asking])
+        turn = log.verdict().open_turn
+        assert turn is not None
+        # The crash ended this step before any of its calls ran: recovery's own
+        # word for that is a `step_end` of origin recovery.
+        log.append(
+            ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="error"),
+            origin=Origin.RECOVERY.value,
+        )
+        log.recover()
 
 
 def recover_thread(
@@ -167,41 +401,24 @@ def recover_thread(
     target: str | os.PathLike[str] | Store,
     session_id: str | None = None,
     *,
+    revive: bool = False,
     tools_node: str = "tools",
 ) -> list[Any]:
-    """Recover the turnlog session, then give the thread the tool node's output
-    it never wrote: one `ToolMessage` per call of the interrupted step, with
-    the real result turnlog recorded or recovery's synthetic one, under the
-    original call ids. The next step is the model. Returns the messages
-    written (none when the thread has nothing pending)."""
-    from langchain_core.messages import ToolMessage
+    """`TurnlogToolWrapper(target, session_id).recover_thread(graph, config)`, for
+    a program that has no wrapper at hand; it shares the writer of a wrapper
+    open on the same session in this process."""
+    with TurnlogToolWrapper(target, session_id, create=False) as tools:
+        return tools.recover_thread(graph, config, revive=revive, tools_node=tools_node)
 
-    snapshot = graph.get_state(config)
-    messages = _messages(snapshot.values)
+
+def _told(messages: Sequence[Any]) -> bool:
+    """Whether the thread ends with the resume notice turnlog put into it."""
     last = messages[-1] if messages else None
-    pending = list(getattr(last, "tool_calls", None) or [])
-    with open_log(target, session_id, create=False) as log:
-        log.recover()
-        results = _results_by_call(log.messages)
-    if not pending or tools_node not in (snapshot.next or ()):
-        return []
-    out = []
-    for call in pending:
-        call_id = str(call["id"])
-        found = results.get(call_id)
-        if found is None:
-            continue
-        content, is_error = found
-        out.append(
-            ToolMessage(
-                content=content,
-                tool_call_id=call_id,
-                name=call.get("name"),
-                status="error" if is_error else "success",
-            )
-        )
-    graph.update_state(config, {"messages": out}, as_node=tools_node)
-    return out
+    return bool((getattr(last, "additional_kwargs", None) or {}).get(_INJECTED))
+
+
+def _requested(messages: Sequence[Any]) -> set[str]:
+    return {call.id for message in messages for call in message.tool_calls}
 
 
 def _results_by_call(messages: Sequence[Any]) -> dict[str, tuple[str, bool]]:

@@ -1,7 +1,7 @@
 """turnlog under the OpenAI Agents SDK: a `Session` and `RunHooks` that write ahead.
 
-    session = TurnlogSession("sessions", "support-42")
-    result = await Runner.run(agent, text, session=session, hooks=session.hooks)
+    async with TurnlogSession("sessions", "support-42") as session:
+        result = await Runner.run(agent, text, session=session, hooks=session.hooks)
 
 The hooks write the model's reply (with its function calls) when the model
 returns, a durable `tool_dispatch` before each tool body runs, and the
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 from agents import RunHooks
@@ -24,8 +26,15 @@ from turnlog import events as ev
 from turnlog.aio import AsyncLog
 from turnlog.events import ToolCall
 from turnlog.formats.transcript import text_of as _text
-from turnlog.integrations import begin_step, end_turn, refuse_interrupted
-from turnlog.log import open as open_log
+from turnlog.integrations import (
+    acquire,
+    begin_step,
+    check_idempotency_map,
+    end_turn,
+    refuse_interrupted,
+    release,
+    tool_idempotency,
+)
 from turnlog.providers import openai_responses
 from turnlog.stores import Store
 
@@ -42,6 +51,18 @@ def _data(item: Any) -> dict[str, Any]:
     return dumped
 
 
+class _SharedAsyncLog(AsyncLog):
+    """An `AsyncLog` on the process's shared handle: closing it releases the
+    handle (the last release closes the session) after the appends awaited
+    before it."""
+
+    async def close(self) -> None:
+        try:
+            await self._run(release, self.log)
+        finally:
+            self._executor.shutdown(wait=False)
+
+
 class TurnlogSession:
     """The Agents SDK's `Session` protocol on a turnlog session.
 
@@ -49,6 +70,13 @@ class TurnlogSession:
     `clear_session` never delete events (the log is append-only): they append
     an event that hides items from `get_items`, and the hidden items stay in
     the log for `turnlog show` and audits.
+
+    A handle with a lifetime: `async with TurnlogSession(...) as session:`,
+    or `await session.close()`. Sessions on the same session id in one
+    process (one per web request, say) share one writer. `recover=True` /
+    `revive=True` repair a crashed session on open; without them a run on
+    it is refused. `idempotency` maps tool names to `read_only`,
+    `idempotent`, `destructive` or `unknown`.
     """
 
     session_settings: Any = None
@@ -57,15 +85,18 @@ class TurnlogSession:
         self,
         target: str | os.PathLike[str] | Store,
         session_id: str | None = None,
+        *,
+        idempotency: Mapping[str, str] | None = None,
         **options: Any,
     ) -> None:
-        log = open_log(target, session_id, **options)
+        self._idempotency = check_idempotency_map(idempotency)
+        log = acquire(target, session_id, **options)
         try:
             refuse_interrupted(log)
         except BaseException:
-            log.close()
+            release(log)
             raise
-        self._log = AsyncLog(log)
+        self._log = _SharedAsyncLog(log)
         self.session_id = self._log.session_id
         self.hooks = TurnlogHooks(self)
         # Item keys (seq, index) hidden by pop_item, and the seq clear_session hid up to.
@@ -76,6 +107,7 @@ class TurnlogSession:
         # Response output item ids already recorded (by the hooks), so the
         # SDK's later add_items does not write them twice.
         self._item_ids: set[str] = set()
+        self._closed = False
 
     @property
     def log(self) -> AsyncLog:
@@ -176,8 +208,28 @@ class TurnlogSession:
         await self._log.append(ev.Custom(type=_CLEAR_EVENT, fields={"through_seq": through}))
         self._cleared_through = through
 
+    def hooks_with(self, *others: RunHooks[Any]) -> TurnlogHooks:
+        """The run's one `hooks=` slot for turnlog and your own `RunHooks`:
+        turnlog's hook runs first (its dispatch is durable before the tool
+        body), then each of yours, in order."""
+        return TurnlogHooks(self, *others)
+
     async def close(self) -> None:
-        await self._log.close()
+        """Release the session (the last handle in the process closes it). Idempotent."""
+        if not self._closed:
+            self._closed = True
+            await self._log.close()
+
+    async def __aenter__(self) -> TurnlogSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
 
 def _tool_call(item: dict[str, Any]) -> ToolCall:
@@ -194,10 +246,12 @@ def _tool_call(item: dict[str, Any]) -> ToolCall:
 
 class TurnlogHooks(RunHooks[Any]):
     """Writes ahead of the SDK: the reply when the model returns, a durable
-    dispatch before each tool body, the result after it."""
+    dispatch before each tool body, the result after it. Hooks passed after
+    the session (`session.hooks_with(mine)`) run after turnlog's, in order."""
 
-    def __init__(self, session: TurnlogSession) -> None:
+    def __init__(self, session: TurnlogSession, *others: RunHooks[Any]) -> None:
         self._session = session
+        self._others = others
 
     @property
     def _log(self) -> AsyncLog:
@@ -207,6 +261,8 @@ class TurnlogHooks(RunHooks[Any]):
         self, context: Any, agent: Any, system_prompt: Any, input_items: Any
     ) -> None:
         await self._log.call(begin_step, self._log.log)
+        for other in self._others:
+            await other.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
         parts: list[Any] = []
@@ -228,24 +284,41 @@ class TurnlogHooks(RunHooks[Any]):
                     }
                 )
         await self._log.assistant(parts, calls)
+        for other in self._others:
+            await other.on_llm_end(context, agent, response)
+
+    async def on_agent_start(self, context: Any, agent: Any) -> None:
+        for other in self._others:
+            await other.on_agent_start(context, agent)
+
+    async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        for other in self._others:
+            await other.on_handoff(context, from_agent, to_agent)
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         call_id = getattr(context, "tool_call_id", None)
-        if call_id is None:
-            return
-        # Durable before the SDK runs the tool body: recovery's "not started"
-        # rests on it.
-        await self._log.append(
-            ev.ToolDispatch(call_id=call_id, name=getattr(tool, "name", None)), sync=True
-        )
+        if call_id is not None:
+            name = getattr(tool, "name", None)
+            idempotency = tool_idempotency(
+                name, self._session._idempotency, getattr(tool, "metadata", None)
+            )
+            # Durable before the SDK runs the tool body: recovery's "not
+            # started" rests on it.
+            await self._log.append(
+                ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency), sync=True
+            )
+        for other in self._others:
+            await other.on_tool_start(context, agent, tool)
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
         call_id = getattr(context, "tool_call_id", None)
-        if call_id is None:
-            return
-        await self._log.append(
-            ev.ToolResult(call_id=call_id, name=getattr(tool, "name", None), content=str(result))
-        )
+        if call_id is not None:
+            name = getattr(tool, "name", None)
+            await self._log.append(ev.ToolResult(call_id=call_id, name=name, content=str(result)))
+        for other in self._others:
+            await other.on_tool_end(context, agent, tool, result)
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
         await self._log.call(end_turn, self._log.log)
+        for other in self._others:
+            await other.on_agent_end(context, agent, output)

@@ -1,20 +1,23 @@
 """turnlog under Pydantic AI: a capability that writes ahead of every tool.
 
-    cap = TurnlogCapability("sessions", "support-42")
-    result = await agent.run(text, message_history=cap.messages(), capabilities=[cap])
+    async with TurnlogCapability("sessions", "support-42") as cap:
+        result = await agent.run(text, message_history=cap.messages(), capabilities=[cap])
 
 The capability writes the user's prompt and each model reply as they
 happen, a durable `tool_dispatch` before each tool body runs, and the
 result (or the error) after it. `cap.messages()` returns the session as
-Pydantic AI messages: after a crash and `turnlog recover`, every owed call
-has a `ToolReturnPart` saying what is known, so the run resumes with the
-call answered instead of running the tool again.
+Pydantic AI messages: after a crash and `turnlog recover` (or
+`revive=True`), every owed call has a `ToolReturnPart` saying what is
+known, marked `outcome='interrupted'` as Pydantic AI marks its own repairs,
+so the run resumes with the call answered instead of running the tool again.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 from pydantic_ai import messages as pm
@@ -25,46 +28,113 @@ from turnlog.aio import AsyncLog
 from turnlog.events import ToolCall
 from turnlog.fold import Message
 from turnlog.formats.transcript import text_of
-from turnlog.integrations import begin_step, end_turn, refuse_interrupted
+from turnlog.integrations import (
+    HistoryCheck,
+    acquire,
+    begin_step,
+    check_history,
+    check_history_mode,
+    check_idempotency_map,
+    end_turn,
+    refuse_interrupted,
+    release,
+    tool_idempotency,
+)
 from turnlog.log import Log
-from turnlog.log import open as open_log
 from turnlog.stores import Store
+
+# Origins of the results turnlog writes itself for calls that never returned.
+_REPAIRS = frozenset({ev.Origin.RECOVERY.value, ev.Origin.UNWIND.value})
+
+
+class _SharedAsyncLog(AsyncLog):
+    """An `AsyncLog` on the process's shared handle: closing it releases the
+    handle (the last release closes the session)."""
+
+    async def close(self) -> None:
+        try:
+            await self._run(release, self.log)
+        finally:
+            self._executor.shutdown(wait=False)
 
 
 @dataclass
 class TurnlogCapability(AbstractCapability[Any]):
-    """Records a Pydantic AI run in a turnlog session (see the module docstring)."""
+    """Records a Pydantic AI run in a turnlog session (see the module docstring).
+
+    A handle with a lifetime: `async with TurnlogCapability(...) as cap:`, or
+    `await cap.close()`. Capabilities on the same session in one process share
+    one writer. `recover=True` / `revive=True` repair a crashed session when
+    it is opened; without them a run on it is refused. `idempotency` maps tool
+    names to `read_only`, `idempotent`, `destructive` or `unknown` (a tool's
+    `metadata={"idempotency": ...}` says the same). `history` checks that the
+    run's `message_history` is the log's transcript or extends it: `warn`
+    (default), `strict` (raises) or `off`.
+    """
 
     target: str | os.PathLike[str] | Store
     session_id: str | None = None
     durability: str = "barrier"
+    idempotency: Mapping[str, str] | None = None
+    recover: bool = False
+    revive: bool = False
+    history: HistoryCheck = "warn"
     _log: AsyncLog | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.idempotency = check_idempotency_map(self.idempotency)
+        check_history_mode(self.history)
 
     @property
     def log(self) -> AsyncLog:
         if self._log is None:
-            handle: Log = open_log(self.target, self.session_id, durability=self.durability)  # type: ignore[arg-type]
+            handle: Log = acquire(
+                self.target,
+                self.session_id,
+                durability=self.durability,
+                recover=self.recover,
+                revive=self.revive,
+            )
             try:
                 refuse_interrupted(handle)
             except BaseException:
-                handle.close()
+                release(handle)
                 raise
-            self._log = AsyncLog(handle)
+            self._log = _SharedAsyncLog(handle)
             self.session_id = handle.session_id
         return self._log
 
     def messages(self) -> list[pm.ModelMessage]:
-        """The session as Pydantic AI messages, synthetic results as `ToolReturnPart`s."""
+        """The session as Pydantic AI messages; synthetic results are
+        `ToolReturnPart(outcome='interrupted')`s."""
         return to_model_messages(self.log.log.messages)
 
     async def close(self) -> None:
+        """Release the session (the last handle in the process closes it). Idempotent."""
         if self._log is not None:
             await self._log.close()
             self._log = None
 
+    async def __aenter__(self) -> TurnlogCapability:
+        _ = self.log  # open now: a crashed session is refused here, not mid-run
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
     # -- the hooks ------------------------------------------------------------------------
 
     async def before_run(self, ctx: Any) -> None:
+        log = self.log
+        given = _shape(getattr(ctx, "messages", None) or [])
+        await log.call(
+            check_history, log.log, given, self.history, what="the run's message_history"
+        )
         prompt = ctx.prompt
         if prompt:
             text = prompt if isinstance(prompt, str) else "\n".join(str(p) for p in prompt)
@@ -95,10 +165,14 @@ class TurnlogCapability(AbstractCapability[Any]):
         return response
 
     async def before_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
-        # Durable before the tool body runs: recovery's "not started" rests on it.
-        await self.log.append(
-            ev.ToolDispatch(call_id=call.tool_call_id, name=call.tool_name), sync=True
+        idempotency = tool_idempotency(
+            call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
         )
+        # Durable before the tool body runs: recovery's "not started" rests on it.
+        dispatch = ev.ToolDispatch(
+            call_id=call.tool_call_id, name=call.tool_name, idempotency=idempotency
+        )
+        await self.log.append(dispatch, sync=True)
         return args
 
     async def after_tool_execute(
@@ -132,6 +206,50 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else text_of(value)
 
 
+def _tool_return(message: Message, name: str, text: str) -> pm.ToolReturnPart:
+    """A tool result as Pydantic AI's part. A result turnlog wrote for a call
+    that never returned (recovery after a crash, or a live unwind) is marked
+    the way Pydantic AI marks its own repairs (`outcome='interrupted'` and its
+    synthesized-return metadata), with what turnlog knows (`risk`) beside it,
+    so neither Pydantic AI nor its users mistake a repair for a return."""
+    if message.origin in _REPAIRS:
+        return pm.ToolReturnPart(
+            tool_name=message.name or name,
+            content=text,
+            tool_call_id=str(message.call_id),
+            outcome="interrupted",
+            metadata={
+                pm.SYNTHESIZED_TOOL_RETURN_METADATA_KEY: True,
+                "turnlog": {"origin": message.origin, "risk": message.risk},
+            },
+        )
+    return pm.ToolReturnPart(
+        tool_name=message.name or name,
+        content=text,
+        tool_call_id=str(message.call_id),
+        outcome="failed" if message.is_error else "success",
+    )
+
+
+def _shape(messages: list[Any]) -> list[tuple[str, tuple[str, ...]]]:
+    """Pydantic AI messages as (role, call ids), one entry per part, as the log's
+    transcript is compared (see `check_history`)."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for message in messages:
+        if isinstance(message, pm.ModelResponse):
+            ids = tuple(p.tool_call_id for p in message.parts if isinstance(p, pm.ToolCallPart))
+            out.append(("assistant", ids))
+            continue
+        for part in message.parts:
+            if isinstance(part, pm.SystemPromptPart):
+                out.append(("system", ()))
+            elif isinstance(part, pm.UserPromptPart):
+                out.append(("user", ()))
+            elif isinstance(part, (pm.ToolReturnPart, pm.RetryPromptPart)):
+                out.append(("tool", (str(part.tool_call_id),)))
+    return out
+
+
 def to_model_messages(messages: list[Message] | tuple[Message, ...]) -> list[pm.ModelMessage]:
     """A turnlog transcript as Pydantic AI messages: user, system and tool
     entries become `ModelRequest` parts, assistant entries `ModelResponse`s."""
@@ -153,13 +271,7 @@ def to_model_messages(messages: list[Message] | tuple[Message, ...]) -> list[pm.
             request.append(pm.UserPromptPart(content=text))
         elif message.role == "tool":
             call_id = str(message.call_id)
-            request.append(
-                pm.ToolReturnPart(
-                    tool_name=message.name or names.get(call_id, "tool"),
-                    content=text,
-                    tool_call_id=call_id,
-                )
-            )
+            request.append(_tool_return(message, names.get(call_id, "tool"), text))
         else:
             flush()
             parts: list[Any] = []

@@ -1,0 +1,449 @@
+"""turnlog under Google's Agent Development Kit: a session service and a plugin that write ahead.
+
+    sessions = TurnlogSessionService("sessions")
+    app = App(name="shop", root_agent=agent, plugins=[sessions.plugin])
+    runner = Runner(app=app, session_service=sessions)
+
+ADK hands every event to its session service (`append_event`) before it acts
+on it: the model's function-call event is durable before ADK runs the tools.
+The service writes each event into a turnlog session (the user's words, the
+model's replies with their calls, the results, the turn's end) and keeps the
+ADK event itself beside them, so `get_session` gives ADK back its own events.
+The plugin writes a durable `tool_dispatch` before each tool body and the
+result after it, so with several calls in a step recovery can tell the call
+that was running from the ones that never started. Without the plugin the
+function-call event is the dispatch record of all its calls (each reads "may
+have run" after a crash, pessimistic on purpose).
+
+After a SIGKILL mid-tool, `turnlog recover` (or `revive=True` here) answers
+the owed calls, and `get_session` hands ADK a function-response event for
+each under the call's id: `runner.run_async` on the same session resumes with
+the call answered, neither dropped (ADK's default for a call with no
+response) nor run again (its resumable mode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.events.event import Event as AdkEvent
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from google.genai import types
+
+from turnlog import events as ev
+from turnlog.events import Origin, ToolCall
+from turnlog.integrations import (
+    acquire,
+    begin_step,
+    check_idempotency_map,
+    end_turn,
+    refuse_interrupted,
+    release,
+    tool_idempotency,
+)
+from turnlog.log import Log
+from turnlog.stores import Store, open_store
+
+# The ADK event itself, kept beside what turnlog made of it: ADK's state
+# deltas, authors and invocation ids come back exactly as ADK wrote them.
+_EVENT = "x_adk_event"
+# `delete_session` never deletes (the log is append-only): it appends this.
+_DELETED = "x_adk_deleted"
+_REPAIRS = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
+
+
+def _ts(text: str | None) -> float:
+    if not text:
+        return 0.0
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _result_text(result: Any) -> str:
+    """A tool's result as the text turnlog records (ADK wraps a plain return
+    value as `{"result": value}`)."""
+    if isinstance(result, dict) and set(result) == {"result"}:
+        result = result["result"]
+    return result if isinstance(result, str) else json.dumps(result, default=str)
+
+
+class TurnlogSessionService(BaseSessionService):
+    """ADK's session service on a turnlog store (see the module docstring).
+
+    `target` is a store directory, `sqlite:///file` or another store URL. Each
+    ADK session is one turnlog session with the same id; its app, user and
+    initial state are kept in the session header. A handle with a lifetime:
+    `async with TurnlogSessionService(...)` or `await sessions.close()` releases
+    the sessions it opened (services in one process share one writer per
+    session). `recover=True` / `revive=True` repair a crashed session when it
+    is first read; without them, new events on it are refused until
+    `turnlog recover` has answered its owed calls. `idempotency` maps tool
+    names to `read_only`, `idempotent`, `destructive` or `unknown`.
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Store,
+        *,
+        idempotency: Mapping[str, str] | None = None,
+        recover: bool = False,
+        revive: bool = False,
+        durability: str = "barrier",
+    ) -> None:
+        self.store, _ = open_store(target)
+        self._idempotency = check_idempotency_map(idempotency)
+        self._options: dict[str, Any] = {
+            "recover": recover,
+            "revive": revive,
+            "durability": durability,
+        }
+        self._logs: dict[str, Log] = {}
+        self._lock = threading.Lock()
+        # Set once the plugin has seen a run: it dispatches each call itself.
+        self._plugged = False
+        self.plugin = TurnlogPlugin(self)
+
+    # -- handles ------------------------------------------------------------------
+
+    def _log(self, session_id: str, **options: Any) -> Log:
+        with self._lock:
+            log = self._logs.get(session_id)
+            if log is None or log.closed:
+                log = acquire(self.store, session_id, **{**self._options, **options})
+                self._logs[session_id] = log
+            return log
+
+    async def close(self) -> None:
+        """Release every session this service opened. Idempotent."""
+        with self._lock:
+            logs, self._logs = list(self._logs.values()), {}
+        for log in logs:
+            await asyncio.to_thread(release, log)
+
+    async def __aenter__(self) -> TurnlogSessionService:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- BaseSessionService -----------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        import uuid
+
+        session_id = (session_id or "").strip() or uuid.uuid4().hex
+        if await asyncio.to_thread(self.store.exists, session_id):
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+        meta = {"adk": {"app_name": app_name, "user_id": user_id, "state": state or {}}}
+        log = await asyncio.to_thread(self._log, session_id, create=True, meta=meta)
+        return Session(
+            id=log.session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=dict(state or {}),
+            last_update_time=time.time(),
+        )
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        return await asyncio.to_thread(self._get, app_name, user_id, session_id, config)
+
+    def _get(
+        self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
+    ) -> Session | None:
+        if not self.store.exists(session_id):
+            return None
+        log = self._log(session_id)
+        with log.lock:
+            stored = list(self.store.iter_events(session_id))
+        header = stored[0].data
+        adk = ((header.meta or {}) if isinstance(header, ev.Session) else {}).get("adk", {})
+        if adk.get("app_name") != app_name or adk.get("user_id") != user_id:
+            return None
+        if any(isinstance(e.data, ev.Custom) and e.data.type == _DELETED for e in stored):
+            return None
+        session = Session(
+            id=session_id, app_name=app_name, user_id=user_id, state=dict(adk.get("state", {}))
+        )
+        for event in _adk_events(stored):
+            self._update_session_state(session, event)
+            session.events.append(event)
+        if session.events:
+            session.last_update_time = session.events[-1].timestamp
+        if config is not None:
+            events = session.events
+            if config.num_recent_events is not None:
+                events = events[-config.num_recent_events :] if config.num_recent_events else []
+            if config.after_timestamp is not None:
+                events = [e for e in events if e.timestamp >= config.after_timestamp]
+            session.events = events
+        return session
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        return await asyncio.to_thread(self._list, app_name, user_id)
+
+    def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
+        out = []
+        for session_id in self.store.sessions():
+            header = self.store.read_header(session_id)
+            data = header.data if header is not None else None
+            adk = ((data.meta or {}) if isinstance(data, ev.Session) else {}).get("adk", {})
+            if adk.get("app_name") == app_name and user_id in (None, adk.get("user_id")):
+                out.append(Session(id=session_id, app_name=app_name, user_id=adk["user_id"]))
+        return ListSessionsResponse(sessions=out)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Hide the session from ADK. Appends an event; nothing is deleted."""
+        log = await asyncio.to_thread(self._log, session_id)
+        await asyncio.to_thread(log.append, ev.Custom(type=_DELETED, fields={}))
+
+    async def append_event(self, session: Session, event: AdkEvent) -> AdkEvent:
+        if event.partial:
+            return event
+        log = await asyncio.to_thread(self._log, session.id)
+        # Nothing lands in a crashed turn, not even in ADK's copy of the session.
+        refuse_interrupted(log)
+        event = await super().append_event(session, event)
+        await asyncio.to_thread(self._record, log, event)
+        return event
+
+    # -- writing ADK's events ---------------------------------------------------------
+
+    def _record(self, log: Log, event: AdkEvent) -> None:
+        parts = list(event.content.parts or []) if event.content else []
+        text = "".join(p.text for p in parts if p.text and not p.thought)
+        calls = [p.function_call for p in parts if p.function_call]
+        responses = [p.function_response for p in parts if p.function_response]
+        raw = ev.Custom(
+            type=_EVENT, fields={"event": event.model_dump(mode="json", exclude_none=True)}
+        )
+        with log.lock:
+            if event.author == "user" and not responses:
+                if text:
+                    log.user(text)
+                log.append(raw)
+            elif calls:
+                begin_step(log)
+                log.assistant(
+                    [{"type": "text", "text": text}] if text else "",
+                    [
+                        ToolCall(id=str(c.id), name=str(c.name), arguments=dict(c.args or {}))
+                        for c in calls
+                    ],
+                )
+                log.append(raw)
+                if not self._plugged:
+                    # The function-call event is the dispatch record: ADK runs
+                    # the tools after this returns.
+                    log.append_many(
+                        [
+                            ev.ToolDispatch(
+                                call_id=str(c.id),
+                                name=c.name,
+                                idempotency=tool_idempotency(c.name, self._idempotency),
+                            )
+                            for c in calls
+                        ],
+                        sync=True,
+                    )
+            elif responses:
+                owed = {call.call_id for call in log.verdict().owed}
+                for response in responses:
+                    if response.id in owed:
+                        # A call ADK ran without the plugin's callbacks (one
+                        # of its own tools) has a result and no dispatch.
+                        log.append(
+                            ev.ToolResult(
+                                call_id=str(response.id),
+                                name=response.name,
+                                content=_result_text(response.response),
+                            ),
+                            allow_undispatched=True,
+                        )
+                log.append(raw)
+            elif text and event.is_final_response():
+                begin_step(log)
+                log.assistant(text)
+                log.append(raw)
+                end_turn(log)
+            else:
+                log.append(raw)
+
+    def _dispatch(self, session_id: str, call_id: str, name: str, tool: Any) -> None:
+        log = self._log(session_id)
+        idempotency = tool_idempotency(name, self._idempotency, getattr(tool, "metadata", None))
+        # Durable before the tool body runs: recovery's "not started" rests on it.
+        log.append(ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency), sync=True)
+
+    def _result(self, session_id: str, call_id: str, name: str, text: str, error: bool) -> None:
+        self._log(session_id).append(
+            ev.ToolResult(call_id=call_id, name=name, content=text, is_error=error)
+        )
+
+
+class TurnlogPlugin(BasePlugin):
+    """Writes each call's dispatch before ADK runs the tool, and its result
+    after it (`App(plugins=[sessions.plugin])`)."""
+
+    def __init__(self, service: TurnlogSessionService) -> None:
+        super().__init__(name="turnlog")
+        self._service = service
+
+    async def on_user_message_callback(self, *, invocation_context: Any, user_message: Any) -> None:
+        self._service._plugged = True
+
+    async def before_run_callback(self, *, invocation_context: Any) -> None:
+        self._service._plugged = True
+
+    async def before_tool_callback(
+        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any
+    ) -> None:
+        call_id = tool_context.function_call_id
+        if call_id is not None:
+            await asyncio.to_thread(
+                self._service._dispatch, tool_context.session.id, call_id, tool.name, tool
+            )
+
+    async def after_tool_callback(
+        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, result: Any
+    ) -> None:
+        call_id = tool_context.function_call_id
+        if call_id is not None:
+            await asyncio.to_thread(
+                self._service._result,
+                tool_context.session.id,
+                call_id,
+                tool.name,
+                _result_text(result),
+                False,
+            )
+
+    async def on_tool_error_callback(
+        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
+    ) -> None:
+        call_id = tool_context.function_call_id
+        if call_id is not None:
+            await asyncio.to_thread(
+                self._service._result,
+                tool_context.session.id,
+                call_id,
+                tool.name,
+                f"{type(error).__name__}: {error}",
+                True,
+            )
+
+
+def _adk_events(stored: list[ev.Event]) -> list[AdkEvent]:
+    """ADK's events for a session: the ones ADK wrote, as it wrote them, and
+    for each tool result ADK never saw (the call's result recorded before a
+    crash, or recovery's synthetic one) a function-response event under the
+    call's id; the revival notice as a user event. Consecutive responses
+    share one event, as ADK groups a step's responses."""
+    answered: set[str | None] = set()
+    for event in stored:
+        data = event.data
+        if isinstance(data, ev.Custom) and data.type == _EVENT:
+            content = (data.fields["event"].get("content") or {}).get("parts") or []
+            answered.update(
+                p["function_response"].get("id") for p in content if "function_response" in p
+            )
+    out: list[AdkEvent] = []
+    authors: dict[str, tuple[str, str | None]] = {}
+    pending: list[types.Part] = []
+    meta: list[dict[str, Any]] = []
+    last: ev.Event | None = None
+
+    def flush() -> None:
+        if not pending or last is None:
+            return
+        author, invocation = authors.get(str(pending[0].function_response.id), ("agent", None))  # type: ignore[union-attr]
+        out.append(
+            AdkEvent(
+                id=f"turnlog-{last.seq}",
+                author=author,
+                invocation_id=invocation or f"turnlog-{last.seq}",
+                timestamp=_ts(last.ts),
+                content=types.Content(role="user", parts=list(pending)),
+                custom_metadata={"turnlog": list(meta)},
+            )
+        )
+        pending.clear()
+        meta.clear()
+
+    for event in stored:
+        data = event.data
+        if isinstance(data, ev.Custom) and data.type == _EVENT:
+            flush()
+            adk = AdkEvent.model_validate(data.fields["event"])
+            for part in (adk.content.parts or []) if adk.content else []:
+                if part.function_call is not None:
+                    authors[str(part.function_call.id)] = (adk.author, adk.invocation_id)
+            out.append(adk)
+        elif isinstance(data, ev.ToolResult) and data.call_id not in answered:
+            if data.orphaned:
+                continue  # settled for the record: no call in the transcript asked for it
+            text = ev.content_text(data.content)
+            key = "error" if data.is_error else "result"
+            pending.append(
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id=data.call_id, name=data.name, response={key: text}
+                    )
+                )
+            )
+            meta.append(
+                {"call_id": data.call_id, "origin": event.origin, "risk": data.risk}
+                if event.origin in _REPAIRS
+                else {"call_id": data.call_id}
+            )
+            last = event
+        elif isinstance(data, ev.UserMessage) and data.injected:
+            flush()
+            out.append(
+                AdkEvent(
+                    id=f"turnlog-{event.seq}",
+                    author="user",
+                    invocation_id=f"turnlog-{event.seq}",
+                    timestamp=_ts(event.ts),
+                    content=types.Content(
+                        role="user", parts=[types.Part(text=ev.content_text(data.content))]
+                    ),
+                    custom_metadata={"turnlog": {"injected": data.injected}},
+                )
+            )
+    flush()
+    return out
