@@ -40,6 +40,13 @@ class Origin(enum.StrEnum):
     IMPORT = "import"
     # Written by the writer itself while unwinding an exception in a live run.
     UNWIND = "unwind"
+    # Written by a live loop for calls its per-call deadline settled (D1, D2).
+    DEADLINE = "deadline"
+    # Written by a live loop for calls a spent turn budget left undispatched (B1).
+    BUDGET = "budget"
+    # Written by a live loop when a background subagent's report reaches its
+    # parent, or when the child is known lost.
+    BACKGROUND = "background"
     # In-memory patches of a transcript; never written to a log.
     PATCH = "patch"
 
@@ -56,6 +63,8 @@ class TurnEndReason(enum.StrEnum):
     REJECTED = "rejected"
     ERROR = "error"
     CANCELLED = "cancelled"
+    # A budget of the turn (tool calls, steps or wall time) was spent.
+    BUDGET_EXHAUSTED = "budget_exhausted"
     # Written only by recovery.
     INTERRUPTED = "interrupted"
 
@@ -147,6 +156,10 @@ class ToolResult(_Data):
     is_error: bool = False
     risk: str | None = None
     rule: str | None = None
+    # The acknowledgement of a background spawn: the call started a subagent
+    # that runs on, and this is not the child's answer (that comes later as a
+    # `user_message` with `injected: "background"`).
+    background: bool = False
     # Recovery's settlement of a call whose request is not in the live
     # transcript (compacted away, or never asked for): kept for the record,
     # never shown to a model, since a provider rejects a result for no call.
@@ -187,6 +200,12 @@ class ToolDispatch(_Data):
     name: str | None = None
     idempotency: str | None = None
     join: str | None = None
+    # The call's deadline, when the loop gave it one: past it the loop stops
+    # waiting and answers the call as outcome unknown (rule D1).
+    timeout_s: float | None = None
+    # The call spawns a background subagent: its result is an acknowledgement,
+    # and the child's report is delivered later (`join` names the child).
+    background: bool = False
 
 
 class Compaction(_Data):
@@ -217,6 +236,10 @@ class SubagentSettled(_Data):
     child: str | None = None
     outcome: str | None = None
     result: Any = None
+    # The child ran in the background: its report is delivered to the parent
+    # as an injected message (`delivered` names that message's seq).
+    background: bool = False
+    delivered: int | None = None
 
 
 class Custom(_Data):
