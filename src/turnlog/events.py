@@ -140,6 +140,8 @@ class UserMessage(_Data):
     TYPE = "user_message"
     content: Content = ""
     injected: str | None = None
+    # The background subagent whose report (or loss) this message delivers.
+    delivers: str | None = None
 
 
 class AssistantMessage(_Data):
@@ -160,6 +162,9 @@ class ToolResult(_Data):
     # that runs on, and this is not the child's answer (that comes later as a
     # `user_message` with `injected: "background"`).
     background: bool = False
+    # The background subagent whose report this result delivers (a join tool
+    # such as `task_wait`): it is then never injected as well.
+    delivers: str | None = None
     # Recovery's settlement of a call whose request is not in the live
     # transcript (compacted away, or never asked for): kept for the record,
     # never shown to a model, since a provider rejects a result for no call.
@@ -227,6 +232,8 @@ class SubagentSpawned(_Data):
     label: str | None = None
     call_id: str | None = None
     child: str | None = None
+    # The child runs in the background: its report is delivered later.
+    background: bool = False
 
 
 class SubagentSettled(_Data):
