@@ -282,10 +282,19 @@ class AsyncToolContext(CallContext):
         spawned = msgspec.structs.replace(spawn.spawned, background=True)
         await parent.append(spawned, sync=True)
 
+        # The child's session and task are durable before the acknowledgement:
+        # a crash after it finds a child to revive, not one to report lost.
+        child = await aopen(parent.store, spawn.child, **spawn.child_options(parent.log))
+        try:
+            await child.user(task)
+            await child.sync()
+        except BaseException:
+            await child.close()
+            raise
+
         async def body() -> Content:
-            child = await aopen(parent.store, spawn.child, **spawn.child_options(parent.log))
             async with child:
-                return (await arun_agent_turn(child, agent, task)).content
+                return (await arun_agent_turn(child, agent)).content
 
         start_background(parent, spawned, spawn.child, body)
         return background.acknowledgement(agent_id)

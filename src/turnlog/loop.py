@@ -229,9 +229,19 @@ class ToolContext(CallContext):
         spawned = msgspec.structs.replace(spawn.spawned, background=True)
         parent.append(spawned, sync=True)
 
+        # The child's session and task are durable before the acknowledgement:
+        # a crash after it finds a child to revive, not one to report lost.
+        child = open_log(parent.store, spawn.child, **spawn.child_options(parent))
+        try:
+            child.user(task)
+            child.sync()
+        except BaseException:
+            child.close()
+            raise
+
         def body() -> Content:
-            with open_log(parent.store, spawn.child, **spawn.child_options(parent)) as child:
-                return run_agent_turn(child, agent, task).content
+            with child:
+                return run_agent_turn(child, agent).content
 
         background.run_in_thread(parent, spawned, spawn.child, body)
         return background.acknowledgement(agent_id)
