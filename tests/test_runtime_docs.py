@@ -76,3 +76,23 @@ def test_the_documented_frame_is_the_one_written() -> None:
         line.removeprefix("> ") for line in text.splitlines() if line.startswith("> ")
     )
     assert quoted == SYSTEM_PROMPT_SNIPPET
+
+
+def test_the_demo_shows_a_deadline_and_the_run_going_on(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from turnlog.demo import deadline_demo
+
+    out = io.StringIO()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    deadline_demo(Console(file=out, width=200), tmp_path / "d.jsonl", workspace)
+    text = out.getvalue()
+    assert "did not finish within its deadline of 0.5 s" in text
+    assert "Not paying again" in text
+    events = turnlog.JSONLStore(tmp_path).read("d")
+    assert [e.data.rule for e in events if isinstance(e.data, ev.ToolResult)][0] == "D1"
+    assert events[-1].data.reason == "complete"  # type: ignore[union-attr]
+    assert (workspace / "ledger.txt").read_text().count("invoice 10") == 1
