@@ -93,6 +93,6 @@ def test_the_demo_shows_a_deadline_and_the_run_going_on(tmp_path: Path) -> None:
     assert "did not finish within its deadline of 0.5 s" in text
     assert "Not paying again" in text
     events = turnlog.JSONLStore(tmp_path).read("d")
-    assert [e.data.rule for e in events if isinstance(e.data, ev.ToolResult)][0] == "D1"
+    assert next(e.data.rule for e in events if isinstance(e.data, ev.ToolResult)) == "D1"
     assert events[-1].data.reason == "complete"  # type: ignore[union-attr]
     assert (workspace / "ledger.txt").read_text().count("invoice 10") == 1
