@@ -355,6 +355,22 @@ def test_task_wait_joins_a_background_child_and_nothing_is_injected(
     assert_valid(events)
 
 
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_child_left_running_reports_in_the_next_turn(loop: str, store: Store) -> None:
+    agent = parent_agent(loop, join=False)
+    first = drive(loop, store, agent, await_background=False)
+    assert first.content == "waiting"
+    # The parent's handle closed while its child ran (the child's end could
+    # not be recorded on it); the next turn adopts the child from its own log.
+    time.sleep(0.3)
+    assert drive(loop, store, agent, text="any news?").content == "parent done"
+    events = events_of(store)
+    deliveries = [e for e in events if isinstance(e.data, ev.UserMessage) and e.data.delivers]
+    assert len(deliveries) == 1
+    assert "child did x" in ev.content_text(deliveries[0].data.content)  # type: ignore[union-attr]
+    assert_valid(events)
+
+
 def spawned_without_report(store: Store, *, child: str | None) -> None:
     """A parent whose background child was spawned and acknowledged by a
     process that is gone; the child's session holds `child` as its answer

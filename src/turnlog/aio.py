@@ -322,18 +322,20 @@ def start_background(
     """Run a child's loop as a task; its end is recorded on the parent."""
 
     async def run() -> None:
-        outcome, text = "error", "it ended without an answer"
+        # A cancelled child (its event loop shutting down) records nothing:
+        # like a child whose process died, it is adopted by the parent's next
+        # loop, which revives it from its own log.
         try:
             text = ev.content_text(await body())
             outcome = "complete"
         except Exception as exc:  # a failing child is a report, not a crash of the parent
-            text = f"{type(exc).__name__}: {exc}"
-        finally:
-            record = background.settled_record(spawned, child, outcome, text)
-            # The parent's handle may be closed by then: the child's own log
-            # holds the report, and the parent's next loop delivers it.
-            with contextlib.suppress(TurnlogError):
-                await asyncio.shield(parent.append(record, sync=True))
+            outcome, text = "error", f"{type(exc).__name__}: {exc}"
+        record = background.settled_record(spawned, child, outcome, text)
+        # The parent's handle may be closed by then: the child's own log
+        # holds the report, and the parent's next loop delivers it.
+        with contextlib.suppress(TurnlogError, RuntimeError):
+            # RuntimeError: the closed handle's writer thread is gone.
+            await asyncio.shield(parent.append(record, sync=True))
 
     task = asyncio.get_running_loop().create_task(run(), name=f"turnlog-bg-{spawned.agent_id}")
     tasks = _tasks(parent)

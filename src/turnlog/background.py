@@ -148,14 +148,12 @@ def run_in_thread(
         found.running.add(spawned.agent_id)
 
     def run() -> None:
-        outcome, text = "error", "it ended without an answer"
         try:
             text = ev.content_text(body())
             outcome = "complete"
         except Exception as exc:  # a failing child is a report, not a crash of the parent
-            text = f"{type(exc).__name__}: {exc}"
-        finally:
-            found.settle(parent, settled_record(spawned, child, outcome, text), None)
+            outcome, text = "error", f"{type(exc).__name__}: {exc}"
+        found.settle(parent, settled_record(spawned, child, outcome, text), None)
 
     thread = threading.Thread(target=run, name=f"turnlog-bg-{spawned.agent_id}", daemon=True)
     thread.start()
