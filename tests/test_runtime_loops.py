@@ -454,3 +454,62 @@ def test_the_notice_frame_is_configurable(store: Store) -> None:
     notice = ev.content_text(revival.appended[-1].data.content)  # type: ignore[union-attr]
     assert notice.startswith("<system-notice kind=revival>The previous process")
     assert "(revival 1)" in notice
+
+
+def test_show_and_every_export_understand_the_runtime_events(tmp_path: Path) -> None:
+    store = make_store("jsonl", tmp_path)
+
+    def hang() -> str:
+        time.sleep(0.5)
+        return "late"
+
+    asked_by_request = {
+        "go": [("hang", {}), ("next", {})],
+        "again": [("work", {}), ("work", {})],
+        "spawn": [("spawn", {"task": "x"})],
+    }
+
+    def model(messages: Sequence[Message]) -> Reply:
+        if any(m.injected == "background" for m in messages[-2:]):
+            return Reply(content="reported")
+        last = messages[-1]
+        if last.role == "user":
+            calls = asked_by_request[ev.content_text(last.content)]
+            return Reply(
+                tool_calls=tuple(
+                    ToolCall(id=f"c{last.seq}_{k}" if n != "spawn" else "sp", name=n, arguments=a)
+                    for k, (n, a) in enumerate(calls)
+                )
+            )
+        return Reply(content="noted")
+
+    tools = {
+        **parent_agent("sync", join=False).tools,
+        "hang": Tool(run=hang, timeout_s=0.05),
+        "next": Tool(run=lambda: "never"),
+        "work": Tool(run=lambda: "worked"),
+    }
+    agent = AgentSpec(model=model, tools=tools)
+    drive("sync", store, agent)
+    drive("sync", store, agent, text="again", max_tool_calls=1)
+    drive("sync", store, agent, text="spawn")
+    path = store.location("s")
+    assert path is not None
+    for provider in ("anthropic", "openai-chat", "openai-responses", "gemini"):
+        code, _, err = cli("export", path, "--to", provider, "--validate")
+        assert code == 0, (provider, err)
+    code, out, _ = cli("show", path)
+    assert code == 0
+    for shown in (
+        "deadline 0.05 s",
+        "tool_outcome_unknown D1",
+        "tool_not_started D2",
+        "tool_not_started B1",
+        "end: budget_exhausted",
+        "[background: acknowledgement, not the answer]",
+        "(report of worker-sp)",
+        "<deadline>",
+        "<budget>",
+        "<background>",
+    ):
+        assert shown in out, shown
