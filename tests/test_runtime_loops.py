@@ -264,11 +264,16 @@ def test_a_spent_wall_time_budget_dispatches_nothing_more(loop: str, store: Stor
     assert_valid(events)
 
 
-def test_budgets_refuse_impossible_values() -> None:
+def test_budgets_and_deadlines_refuse_impossible_values(tmp_path: Path) -> None:
     with pytest.raises(turnlog.TurnlogError):
         turnlog.Budget(max_steps=0)
     with pytest.raises(turnlog.TurnlogError):
         turnlog.Budget(max_steps=1, max_turn_s=0)
+    with pytest.raises(turnlog.TurnlogError, match="positive number of seconds"):
+        Tool(run=lambda: "x", timeout_s=0)
+    agent = AgentSpec(model=asks(), tools={}, timeout_s=-1)
+    with pytest.raises(turnlog.TurnlogError):
+        drive("sync", make_store("jsonl", tmp_path), agent)
 
 
 def test_only_recovery_writes_interrupted(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from turnlog.loop import (
     agent_id_for,
     begin_dispatch,
     call_deadline,
+    check_deadline,
     dispatch_options,
     record_late,
     record_output,
@@ -456,6 +457,7 @@ async def arun_turn(
     none is left behind a deadline. A spent budget answers the calls it left
     undispatched not run (B1) and ends the turn `budget_exhausted`.
     """
+    check_deadline(timeout_s)
     clock = BudgetClock(
         Budget(max_steps=max_steps, max_tool_calls=max_tool_calls, max_turn_s=max_turn_s)
     )

@@ -163,14 +163,17 @@ def run_in_thread(
 def deliver_reports(log: Log, style: NoticeStyle | None = None) -> list[ev.Event]:
     """Inject the report of every settled, undelivered child, once: at a step
     boundary, where no call is owed."""
-    ready = deliverable(log.state)
-    if not ready:
-        return []
-    return log.append_many(
-        [report_message(child, style) for child in ready],
-        origin=Origin.BACKGROUND.value,
-        sync=True,
-    )
+    # Under the handle's lock, so that what was read undelivered is what is
+    # delivered: nothing else can deliver the same report in between.
+    with log.lock:
+        ready = deliverable(log.state)
+        if not ready:
+            return []
+        return log.append_many(
+            [report_message(child, style) for child in ready],
+            origin=Origin.BACKGROUND.value,
+            sync=True,
+        )
 
 
 def wait_for_report(log: Log, agent_id: str | None = None, *, poll_s: float = 0.2) -> bool:

@@ -39,6 +39,15 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
 Model = Callable[[Sequence[Message]], Reply]
 
 
+def check_deadline(timeout_s: float | None) -> None:
+    """Refuse a deadline no call could meet."""
+    if timeout_s is not None and not timeout_s > 0:
+        raise UsageError(
+            f"a deadline must be a positive number of seconds, not {timeout_s!r}",
+            hint="leave timeout_s None for no deadline",
+        )
+
+
 #: What a tool body returns: content, or (a join tool) a delivered report.
 ToolOutput: TypeAlias = Content | background.Delivered
 
@@ -66,6 +75,9 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True):
     background: bool = False
     # The agent a subagent tool runs (background ones are revived with it).
     spec: Any = None
+
+    def __post_init__(self) -> None:
+        check_deadline(self.timeout_s)
 
 
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -343,6 +355,7 @@ def run_turn(
     `resume=True` carries on the open turn a tree revival left (see
     `Log.turn`) instead of starting one.
     """
+    check_deadline(timeout_s)
     clock = BudgetClock(
         Budget(max_steps=max_steps, max_tool_calls=max_tool_calls, max_turn_s=max_turn_s)
     )
