@@ -34,7 +34,15 @@ from turnlog.aio import (
 )
 from turnlog.events import ToolCall
 from turnlog.fold import Message
-from turnlog.loop import AgentSpec, Reply, Tool, continue_run, run_agent_turn, subagent_tool
+from turnlog.loop import (
+    AgentSpec,
+    Reply,
+    Tool,
+    continue_run,
+    run_agent_turn,
+    subagent_tool,
+    task_wait_tool,
+)
 from turnlog.providers import PROVIDERS, render, validate
 
 # Kill points by scenario: each names an instant of that scenario's path.
@@ -182,18 +190,17 @@ def child_spec(kill: str, asynchronous: bool) -> AgentSpec:
             task = ev.content_text(messages[0].content)
             return Reply(tool_calls=(ToolCall(id="work_1", name="work", arguments={"task": task}),))
         if kill == "child_done":
-            # The child's answer is written; dying as the parent is told.
-            original = background.settled_record
-
-            def settled_then_die(*args: Any) -> ev.SubagentSettled:
-                del args
-                die()
-                return original  # type: ignore[return-value]
-
-            background.settled_record = settled_then_die  # type: ignore[assignment]
+            # The child's answer is written; die as its end is recorded on the parent.
+            background.settled_record = die_instead  # type: ignore[assignment]
         return Reply(content=f"child report [{tool_texts(messages)}]")
 
     return AgentSpec(model=model, tools={"work": Tool(run=work)})
+
+
+def die_instead(*args: Any) -> ev.SubagentSettled:
+    del args
+    die()
+    raise AssertionError("unreachable: the process is gone")
 
 
 def parent_spec(scenario: str, kill: str, asynchronous: bool) -> AgentSpec:
@@ -201,7 +208,7 @@ def parent_spec(scenario: str, kill: str, asynchronous: bool) -> AgentSpec:
     make_spawn = async_subagent_tool if asynchronous else subagent_tool
     tools = {
         "spawn": make_spawn("worker", child, background=True),
-        "task_wait": (async_task_wait_tool if asynchronous else background_wait_tool)(),
+        "task_wait": (async_task_wait_tool if asynchronous else task_wait_tool)(),
     }
 
     def model(messages: Sequence[Message]) -> Reply:
@@ -227,12 +234,6 @@ def parent_spec(scenario: str, kill: str, asynchronous: bool) -> AgentSpec:
         return Reply(content="waiting for the report")
 
     return AgentSpec(model=model, tools=tools)
-
-
-def background_wait_tool() -> Tool:
-    from turnlog.loop import task_wait_tool
-
-    return task_wait_tool()
 
 
 def run(store: str, scenario: str, kill: str, mode: str) -> None:
