@@ -518,3 +518,18 @@ def test_show_and_every_export_understand_the_runtime_events(tmp_path: Path) -> 
         "<background>",
     ):
         assert shown in out, shown
+
+
+def test_the_notice_role_is_recorded_and_every_export_stays_valid(store: Store) -> None:
+    crashed(store)
+    with pytest.raises(turnlog.TurnlogError):
+        NoticeStyle(role="assistant")
+    with turnlog.open(store, "s") as log:
+        turnlog.revive(log, style=NoticeStyle(role="system"))
+        notice = log.messages[-1]
+    assert notice.role == "user" and notice.injected == "revival"
+    assert notice.render_as == "system"
+    assert_valid(events_of(store))
+    # The loop that carries on after it does not take it for a new request.
+    with turnlog.open(store, "s") as log:
+        assert turnlog.revive(log).reason == "already_revived"

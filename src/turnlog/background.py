@@ -73,6 +73,7 @@ def report_message(child: BackgroundChild, style: NoticeStyle | None = None) -> 
         content=framed("background", report_body(child), style),
         injected="background",
         delivers=child.agent_id,
+        render_as=style.render_as if style is not None else None,
     )
 
 

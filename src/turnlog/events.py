@@ -142,6 +142,10 @@ class UserMessage(_Data):
     injected: str | None = None
     # The background subagent whose report (or loss) this message delivers.
     delivers: str | None = None
+    # An automated notice's preferred role ("system"): a provider with a
+    # system or developer role inside the conversation may render it there;
+    # the others render it as a user turn, as they do without it.
+    render_as: str | None = None
 
 
 class AssistantMessage(_Data):

@@ -29,6 +29,8 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=
     risk: str | None = None
     injected: str | None = None
     kind: str | None = None
+    # A notice's preferred role where a provider has one in the conversation.
+    render_as: str | None = None
 
 
 class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
@@ -478,6 +480,7 @@ class Fold:
                 seq=event.seq,
                 origin=event.origin,
                 injected=data.injected,
+                render_as=data.render_as,
             )
         )
         self._needs_response = True

@@ -6,6 +6,8 @@ from typing import Final
 
 import msgspec
 
+from turnlog.errors import UsageError
+
 # Every message turnlog writes into a conversation on its own (a revival
 # notice, a background subagent's report, the news that a child was lost)
 # opens with the same line, so a model learns one convention: this is the
@@ -26,12 +28,29 @@ SYSTEM_PROMPT_SNIPPET: Final = (
 
 
 class NoticeStyle(msgspec.Struct, frozen=True, kw_only=True):
-    """How automated notifications are worded: `frame` holds `{kind}` and `{body}`."""
+    """How automated notifications are written: `frame` holds `{kind}` and
+    `{body}`; `role` "system" asks providers that have a system or developer
+    role inside the conversation to render the notice there (it is recorded
+    as the message's `render_as`); "user" (the default) is a user turn."""
 
     frame: str = NOTIFICATION_FRAME
+    role: str = "user"
+
+    def __post_init__(self) -> None:
+        if self.role not in ("user", "system"):
+            raise UsageError(
+                f"a notice's role is 'user' or 'system', not {self.role!r}",
+                hint="'system' is rendered as a system or developer message where the "
+                "provider has one inside the conversation",
+            )
 
     def text(self, kind: str, body: str) -> str:
         return self.frame.format(kind=kind, body=body)
+
+    @property
+    def render_as(self) -> str | None:
+        """The `render_as` a notice records: None for the default user turn."""
+        return None if self.role == "user" else self.role
 
 
 DEFAULT_STYLE: Final = NoticeStyle()

@@ -131,6 +131,7 @@ def revive(
             ev.UserMessage(
                 content=framed("revival", REVIVAL_BODY, style).format(revival=number),
                 injected="revival",
+                render_as=style.render_as if style is not None else None,
             ),
         ],
         origin=Origin.REVIVAL.value,
