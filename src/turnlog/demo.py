@@ -255,7 +255,8 @@ def run_demo(console: Console, directory: str) -> Path:
     tree_path = session_path.with_name(session_path.stem + "-tree.jsonl")
     tree_demo(console, tree_path, Path(tempfile.mkdtemp(prefix="turnlog-demo-")))
 
-    deadline_path = session_path.with_name(session_path.stem + "-deadline.jsonl")
+    # Named apart from `demo-*`, which names the crashed sessions of the demo.
+    deadline_path = session_path.with_name("deadline-" + session_path.name.removeprefix("demo-"))
     deadline_demo(console, deadline_path, Path(tempfile.mkdtemp(prefix="turnlog-demo-")))
 
     prog = _program()
