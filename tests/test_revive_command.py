@@ -64,7 +64,7 @@ def test_revive_prints_every_appended_event_and_what_to_run_next(
         r"#8 .*step 1 end: error .*<recovery>",
         r"#9 .*turn 1 end: interrupted.*<recovery>",
         r"#10 .*run revived \(revival 1\) .*<revival>",
-        r"#11 .*user .*\[revival\] \[turnlog\] The previous process.*<revival>",
+        r"#11 .*user .*\[revival\] \[turnlog: automated notification \(revival\).*<revival>",
     ]
     for line, pattern in zip(lines[2:8], wanted, strict=True):
         assert re.search(pattern, line), (pattern, body)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from turnlog.budgets import Budget
 from turnlog.damage import Problem, TornTail
 from turnlog.errors import (
     CorruptLogError,
@@ -66,9 +67,12 @@ from turnlog.loop import (
     ToolContext,
     continue_run,
     continue_tree,
+    run_agent_turn,
     run_turn,
     subagent_tool,
+    task_wait_tool,
 )
+from turnlog.notices import NoticeStyle
 from turnlog.recovery import Plan, interrupted, patch_dangling_tool_calls, plan
 from turnlog.revival import Revival, revive
 from turnlog.stores import (
@@ -110,6 +114,7 @@ __all__ = [
     "AgentSpec",
     "AssistantMessage",
     "AsyncLog",
+    "Budget",
     "Compaction",
     "CorruptLogError",
     "Custom",
@@ -128,6 +133,7 @@ __all__ = [
     "MemoryStore",
     "Message",
     "NotASessionError",
+    "NoticeStyle",
     "Origin",
     "OwedCall",
     "Parent",
@@ -198,9 +204,11 @@ __all__ = [
     "register_backend",
     "revive",
     "revive_tree",
+    "run_agent_turn",
     "run_turn",
     "subagent_tool",
     "sweep",
+    "task_wait_tool",
     "verdict",
     "verify_session",
     "verify_store",

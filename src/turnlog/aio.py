@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import os
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
+import msgspec
+
+from turnlog import background
 from turnlog import events as ev
-from turnlog.events import Content, Event, EventData, P, ToolCall
-from turnlog.fold import Message
+from turnlog.budgets import Budget, BudgetClock, budget_spent_result
+from turnlog.deadlines import ToolThread, past_deadline_result
+from turnlog.errors import TurnlogError, UsageError
+from turnlog.events import Content, Event, EventData, Origin, P, ToolCall, TurnEndReason
+from turnlog.fold import Message, SessionState
 from turnlog.log import Dispatch, Durability, Log, Turn
 from turnlog.log import open as open_log
 from turnlog.loop import (
@@ -23,9 +31,17 @@ from turnlog.loop import (
     CallContext,
     Reply,
     Tool,
+    ToolOutput,
     agent_id_for,
+    begin_dispatch,
+    call_deadline,
+    check_deadline,
     dispatch_options,
+    record_late,
+    record_output,
+    spec_for,
 )
+from turnlog.notices import NoticeStyle
 from turnlog.recovery import Plan
 from turnlog.stores import Store
 from turnlog.stores.holders import OPENED_AT, caller_site
@@ -46,6 +62,15 @@ class AsyncDispatch:
     @property
     def answered(self) -> bool:
         return self._handle.answered
+
+    @property
+    def handle(self) -> Dispatch:
+        return self._handle
+
+    def mark_answered(self) -> None:
+        """The call was answered by a result written outside this handle
+        (a deadline's D1), so the block's end must not answer it again."""
+        self._handle.answered = True
 
     async def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
         return await self._log._run(self._handle.result, content, is_error=is_error)
@@ -152,10 +177,12 @@ class AsyncLog:
 
     @asynccontextmanager
     async def dispatch(
-        self, call: ToolCall, *, idempotency: str | None = None, join: str | None = None
+        self, call: ToolCall, *, idempotency: str | None = None, **options: Any
     ) -> AsyncIterator[AsyncDispatch]:
-        """Write `tool_dispatch` durably (off the loop) before the block runs the tool."""
-        handle = await self._run(self.log.begin_dispatch, call, idempotency=idempotency, join=join)
+        """Write `tool_dispatch` durably (off the loop) before the block runs the tool.
+        `options` are the dispatch's other fields (`join`, `timeout_s`, `background`)."""
+        fields = {"idempotency": idempotency, **options}
+        handle = await self._run(begin_dispatch, self.log, call, fields)
         try:
             yield AsyncDispatch(self, handle)
         except BaseException as exc:
@@ -266,7 +293,7 @@ class AsyncToolContext(CallContext):
         *,
         agent_type: str | None = None,
         label: str | None = None,
-        max_steps: int = MAX_STEPS_PER_TURN,
+        max_steps: int | None = None,
     ) -> Reply:
         """Run a subagent to its answer in its own session (see `ToolContext.spawn`)."""
         parent = self.log
@@ -276,10 +303,123 @@ class AsyncToolContext(CallContext):
         try:
             child = await aopen(parent.store, spawn.child, **spawn.child_options(parent.log))
             async with child:
-                reply = await arun_turn(child, agent.model, agent.tools, task, max_steps=max_steps)
+                reply = await arun_agent_turn(child, agent, task, max_steps=max_steps)
             return reply
         finally:
             await parent.append(spawn.settled(reply))
+
+    async def spawn_background(
+        self,
+        agent_id: str,
+        task: Content,
+        agent: AgentSpec,
+        *,
+        agent_type: str | None = None,
+        label: str | None = None,
+    ) -> str:
+        """Start a subagent as a task and return an acknowledgement at once
+        (see `ToolContext.spawn_background`)."""
+        parent = self.log
+        spawn = self._spawn(agent_id, agent_type, label)
+        spawned = msgspec.structs.replace(spawn.spawned, background=True)
+        await parent.append(spawned, sync=True)
+
+        # The child's session and task are durable before the acknowledgement:
+        # a crash after it finds a child to revive, not one to report lost.
+        child = await aopen(parent.store, spawn.child, **spawn.child_options(parent.log))
+        try:
+            await child.user(task)
+            await child.sync()
+        except BaseException:
+            await child.close()
+            raise
+
+        async def body() -> Content:
+            async with child:
+                return (await arun_agent_turn(child, agent)).content
+
+        start_background(parent, spawned, spawn.child, body)
+        return background.acknowledgement(agent_id)
+
+
+# Background children running as tasks of this event loop, by parent handle.
+_CHILD_TASKS: weakref.WeakKeyDictionary[AsyncLog, dict[str, asyncio.Task[None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _tasks(log: AsyncLog) -> dict[str, asyncio.Task[None]]:
+    tasks = _CHILD_TASKS.get(log)
+    if tasks is None:
+        tasks = _CHILD_TASKS[log] = {}
+    return tasks
+
+
+def start_background(
+    parent: AsyncLog,
+    spawned: ev.SubagentSpawned,
+    child: str,
+    body: Callable[[], Awaitable[Content]],
+) -> asyncio.Task[None]:
+    """Run a child's loop as a task; its end is recorded on the parent."""
+
+    async def run() -> None:
+        # A cancelled child (its event loop shutting down) records nothing:
+        # like a child whose process died, it is adopted by the parent's next
+        # loop, which revives it from its own log.
+        try:
+            text = ev.content_text(await body())
+            outcome = "complete"
+        except Exception as exc:  # a failing child is a report, not a crash of the parent
+            outcome, text = "error", f"{type(exc).__name__}: {exc}"
+        record = background.settled_record(spawned, child, outcome, text)
+        # The parent's handle may be closed by then: the child's own log
+        # holds the report, and the parent's next loop delivers it.
+        with contextlib.suppress(TurnlogError, RuntimeError):
+            # RuntimeError: the closed handle's writer thread is gone.
+            await asyncio.shield(parent.append(record, sync=True))
+
+    task = asyncio.get_running_loop().create_task(run(), name=f"turnlog-bg-{spawned.agent_id}")
+    tasks = _tasks(parent)
+    tasks[spawned.agent_id] = task
+    task.add_done_callback(lambda _: tasks.pop(spawned.agent_id, None))
+    return task
+
+
+async def _state(log: AsyncLog) -> SessionState:
+    return await log.call(lambda: log.log.state)
+
+
+async def await_report(log: AsyncLog, agent_id: str | None = None) -> bool:
+    """Wait until a child running here (or `agent_id`) settles: True when a
+    report is ready, False when nothing this loop runs could bring one."""
+    while True:
+        ready = [c.agent_id for c in background.deliverable(await _state(log))]
+        if (agent_id in ready) if agent_id is not None else ready:
+            return True
+        tasks = _tasks(log)
+        waiting = (
+            [tasks[agent_id]] if agent_id in tasks else [] if agent_id else list(tasks.values())
+        )
+        if not waiting:
+            return False
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def _adopt_background(log: AsyncLog, tools: Mapping[str, Tool]) -> None:
+    if not (await _state(log)).background:
+        return
+    adopted = await log.call(
+        background.adopt, log.log, spec_for(tools), running=frozenset(_tasks(log))
+    )
+    for found in adopted:
+        child = AsyncLog(found.log)
+
+        async def body(child: AsyncLog = child, spec: AgentSpec = found.spec) -> Content:
+            async with child:
+                return (await acontinue_run(child, spec)).content
+
+        start_background(log, found.spawned, found.child, body)
 
 
 def async_subagent_tool(
@@ -287,19 +427,51 @@ def async_subagent_tool(
     agent: AgentSpec,
     *,
     task_argument: str = "task",
-    max_steps: int = MAX_STEPS_PER_TURN,
+    max_steps: int | None = None,
+    background: bool = False,
 ) -> Tool:
-    """`subagent_tool` for `arun_turn`: children of one step run concurrently."""
+    """`subagent_tool` for `arun_turn`: children of one step run concurrently,
+    and with `background=True` the call returns an acknowledgement at once."""
 
     async def run(context: AsyncToolContext, **arguments: Any) -> Content:
         agent_id = agent_id_for(agent_type, context.call_id)
         task = arguments.get(task_argument, "")
+        if background:
+            return await context.spawn_background(agent_id, task, agent, agent_type=agent_type)
         reply = await context.spawn(
             agent_id, task, agent, agent_type=agent_type, max_steps=max_steps
         )
         return reply.content
 
-    return Tool(run=run, idempotency="unknown", context=True, agent_type=agent_type)
+    return Tool(
+        run=run,
+        idempotency="unknown",
+        context=True,
+        agent_type=agent_type,
+        background=background,
+        spec=agent,
+    )
+
+
+def async_task_wait_tool() -> Tool:
+    """`task_wait_tool` for `arun_turn`: waits on the event loop, not a thread."""
+
+    async def run(context: AsyncToolContext, agent_id: str = "") -> ToolOutput:
+        log = context.log
+        state = await _state(log)
+        child = next((c for c in state.background if c.agent_id == agent_id), None)
+        if child is None:
+            known = ", ".join(c.agent_id for c in state.background) or "none"
+            raise UsageError(f"no background subagent {agent_id!r} (known: {known})")
+        if child.delivered is not None:
+            return f"The report of {agent_id} was already delivered (event {child.delivered})."
+        if not await await_report(log, agent_id):
+            raise UsageError(f"background subagent {agent_id!r} is not running in this process")
+        state = await _state(log)
+        settled = next(c for c in state.background if c.agent_id == agent_id)
+        return background.Delivered(content=background.report_body(settled), delivers=agent_id)
+
+    return Tool(run=run, idempotency="read_only", context=True)
 
 
 async def arun_turn(
@@ -309,51 +481,110 @@ async def arun_turn(
     user_text: Content | None = None,
     *,
     max_steps: int = MAX_STEPS_PER_TURN,
+    max_tool_calls: int | None = None,
+    max_turn_s: float | None = None,
+    timeout_s: float | None = None,
     resume: bool = False,
+    await_background: bool = True,
+    notice_style: NoticeStyle | None = None,
 ) -> Reply:
     """`run_turn` for asyncio: a step's tool calls run concurrently (`gather`),
     each dispatch durable before its tool starts. Models and tools may be
-    coroutine functions or plain ones (a plain tool runs in a thread)."""
+    coroutine functions or plain ones (a plain tool runs in a thread).
+
+    The same bounds as `run_turn`: a coroutine tool past its deadline is
+    cancelled, a plain one abandoned in its thread, and either is answered
+    outcome unknown (D1); since a step's calls are all dispatched at once,
+    none is left behind a deadline. A spent budget answers the calls it left
+    undispatched not run (B1) and ends the turn `budget_exhausted`.
+    """
+    check_deadline(timeout_s)
+    clock = BudgetClock(
+        Budget(max_steps=max_steps, max_tool_calls=max_tool_calls, max_turn_s=max_turn_s)
+    )
     if user_text is not None:
         await log.user(user_text)
+    await _adopt_background(log, tools)
     reply = Reply()
     async with log.turn(resume=resume) as turn:
-        for _ in range(max_steps):
+        while True:
+            await log.call(background.deliver_reports, log.log, notice_style)
+            if clock.before_step() is not None:
+                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
+                return reply
             async with log.step():
                 reply = await _maybe_await(model(await log.messages()))
                 await log.assistant(reply.content, reply.tool_calls)
-                if reply.tool_calls:
+                calls = list(reply.tool_calls)
+                spent: str | None = None
+                allowed = []
+                for call in calls:
+                    spent = clock.before_call()
+                    if spent is not None:
+                        break
+                    allowed.append(call)
+                if allowed:
                     await asyncio.gather(
-                        *(_arun_call(log, tools, call) for call in reply.tool_calls)
+                        *(_arun_call(log, tools, call, timeout_s) for call in allowed)
                     )
-            if not reply.tool_calls:
+                if spent is not None:
+                    results = [budget_spent_result(c, spent) for c in calls[len(allowed) :]]
+                    await log.append_many(
+                        results, origin=Origin.BUDGET.value, allow_undispatched=True
+                    )
+            if spent is not None:
+                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
                 return reply
-        turn.reason = "error"
-    return reply
+            if not reply.tool_calls and not (await_background and await await_report(log)):
+                return reply
 
 
-async def _arun_call(log: AsyncLog, tools: Mapping[str, Tool], call: ToolCall) -> None:
+async def arun_agent_turn(
+    log: AsyncLog, agent: AgentSpec, user_text: Content | None = None, **options: Any
+) -> Reply:
+    """`arun_turn` with the model, tools and bounds of an `AgentSpec`."""
+    limits = agent.limits()
+    limits.update({key: value for key, value in options.items() if value is not None})
+    return await arun_turn(log, agent.model, agent.tools, user_text, **limits)
+
+
+async def _arun_call(
+    log: AsyncLog, tools: Mapping[str, Tool], call: ToolCall, default_s: float | None
+) -> None:
     tool = tools.get(call.name)
-    async with log.dispatch(call, **dispatch_options(tool, call)) as running:
+    timeout_s = call_deadline(tool, default_s)
+    async with log.dispatch(call, **dispatch_options(tool, call, timeout_s)) as running:
         if tool is None:
             await running.result(f"unknown tool {call.name!r}", is_error=True)
             return
         arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
+        args: tuple[Any, ...] = (AsyncToolContext(log, call),) if tool.context else ()
         try:
-            args: tuple[Any, ...] = (AsyncToolContext(log, call),) if tool.context else ()
             if inspect.iscoroutinefunction(tool.run):
-                output = await tool.run(*args, **arguments)
+                output = await asyncio.wait_for(tool.run(*args, **arguments), timeout_s)
+            elif timeout_s is not None:
+                worker = ToolThread(
+                    functools.partial(tool.run, *args, **arguments),
+                    functools.partial(record_late, log.log, call),
+                ).start()
+                if not await asyncio.to_thread(worker.wait, timeout_s):
+                    raise TimeoutError
+                if worker.error is not None:
+                    raise worker.error
+                output = worker.output
             else:
                 output = await asyncio.to_thread(tool.run, *args, **arguments)
+        except TimeoutError:
+            assert timeout_s is not None
+            await log.append(past_deadline_result(call, timeout_s), origin=Origin.DEADLINE.value)
+            running.mark_answered()
         except Exception as exc:  # a failing tool is a result the model sees, not a crash
             await running.result(f"{type(exc).__name__}: {exc}", is_error=True)
         else:
-            await running.result(output)
+            await log.call(record_output, log.log, running.handle, tool, output)
 
 
-async def acontinue_run(
-    log: AsyncLog, agent: AgentSpec, *, max_steps: int = MAX_STEPS_PER_TURN
-) -> Reply:
+async def acontinue_run(log: AsyncLog, agent: AgentSpec, *, max_steps: int | None = None) -> Reply:
     """`continue_run` for asyncio."""
     resume = log.verdict().open_turn is not None
-    return await arun_turn(log, agent.model, agent.tools, max_steps=max_steps, resume=resume)
+    return await arun_agent_turn(log, agent, max_steps=max_steps, resume=resume)

@@ -8,12 +8,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 from rich.console import Console
 from rich.rule import Rule
+from rich.text import Text
 
 import turnlog
 from turnlog.events import ToolCall, content_text
@@ -47,8 +49,6 @@ def demo_tools(workspace: Path, *, slow_invoice: int | None = None) -> dict[str,
             # The money has moved; the bank's confirmation is slow. The demo
             # kills the agent right here, with the call in flight.
             print(IN_FLIGHT, flush=True)
-            import time
-
             time.sleep(SLOW_BANK_S)
         return f"invoice {invoice}: paid ${amount_usd}"
 
@@ -255,6 +255,10 @@ def run_demo(console: Console, directory: str) -> Path:
     tree_path = session_path.with_name(session_path.stem + "-tree.jsonl")
     tree_demo(console, tree_path, Path(tempfile.mkdtemp(prefix="turnlog-demo-")))
 
+    # Named apart from `demo-*`, which names the crashed sessions of the demo.
+    deadline_path = session_path.with_name("deadline-" + session_path.name.removeprefix("demo-"))
+    deadline_demo(console, deadline_path, Path(tempfile.mkdtemp(prefix="turnlog-demo-")))
+
     prog = _program()
     _section(console, "look again")
     console.print(f"session file: {session_path}")
@@ -262,6 +266,7 @@ def run_demo(console: Console, directory: str) -> Path:
         console.print(f"  {prog} {command} {session_path}")
     console.print(f"  {prog} ls --store {session_path.parent}")
     console.print(f"  {prog} show {tree_path}")
+    console.print(f"  {prog} show {deadline_path}")
     return session_path
 
 
@@ -296,6 +301,60 @@ def tree_demo(console: Console, root_path: Path, workspace: Path) -> None:
     console.print("the ledger afterwards (invoice 9 charged once):")
     console.print("  " + (workspace / "ledger.txt").read_text().strip().replace("\n", "\n  "))
     assert store.children(root) == [child], "the revived subagent kept its id"
+
+
+# The bank's confirmation in the deadline demo hangs this long, in a thread
+# the loop stops waiting for; the demo ends long before it returns.
+HUNG_BANK_S: Final = 5.0
+PAYMENT_DEADLINE_S: Final = 0.5
+
+
+def deadline_model(messages: Sequence[Message]) -> Reply:
+    """Pays once; when the payment's outcome is unknown, checks before paying again."""
+    last = messages[-1]
+    if last.role == "user":
+        return Reply(
+            content="Paying invoice 10.",
+            tool_calls=(
+                ToolCall(id="call_pay_10", name="pay", arguments={"invoice": 10, "amount_usd": 30}),
+            ),
+        )
+    if last.role == "tool" and last.name == "pay":
+        return Reply(
+            content="The payment's outcome is unknown; checking the ledger before anything else.",
+            tool_calls=(ToolCall(id="call_ledger_10", name="read_ledger"),),
+        )
+    if "invoice 10" in content_text(last.content):
+        return Reply(
+            content="Invoice 10 was charged; the bank was slow to confirm. Not paying again."
+        )
+    return Reply(content="Invoice 10 was not charged.")
+
+
+def deadline_demo(console: Console, session_path: Path, workspace: Path) -> None:
+    """A payment whose confirmation hangs: past its deadline the call is
+    answered outcome unknown (D1), and the run goes on."""
+    _section(console, "7. a payment hangs past its deadline; the run goes on")
+    tools = demo_tools(workspace)
+    ledger = workspace / "ledger.txt"
+
+    def pay(invoice: int, amount_usd: int) -> str:
+        with open(ledger, "a") as f:
+            f.write(f"invoice {invoice}: paid ${amount_usd}\n")
+        time.sleep(HUNG_BANK_S)
+        return f"invoice {invoice}: paid ${amount_usd}"
+
+    tools["pay"] = Tool(run=pay, idempotency="destructive", timeout_s=PAYMENT_DEADLINE_S)
+    with turnlog.open(session_path, create=True) as log:
+        run_turn(log, deadline_model, tools, "Pay invoice 10.")
+        for message in log.messages:
+            text = content_text(message.content).strip()
+            if message.role == "tool":
+                rule = f" ({message.risk})" if message.risk else ""
+                console.print(Text(f"  result {message.name}{rule}: {text}"))
+            elif message.role == "assistant":
+                console.print(Text(f"  model: {text}"))
+    console.print("the turn ended complete; the payment is not retried")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,13 @@ class Origin(enum.StrEnum):
     IMPORT = "import"
     # Written by the writer itself while unwinding an exception in a live run.
     UNWIND = "unwind"
+    # Written by a live loop for calls its per-call deadline settled (D1, D2).
+    DEADLINE = "deadline"
+    # Written by a live loop for calls a spent turn budget left undispatched (B1).
+    BUDGET = "budget"
+    # Written by a live loop when a background subagent's report reaches its
+    # parent, or when the child is known lost.
+    BACKGROUND = "background"
     # In-memory patches of a transcript; never written to a log.
     PATCH = "patch"
 
@@ -56,6 +63,8 @@ class TurnEndReason(enum.StrEnum):
     REJECTED = "rejected"
     ERROR = "error"
     CANCELLED = "cancelled"
+    # A budget of the turn (tool calls, steps or wall time) was spent.
+    BUDGET_EXHAUSTED = "budget_exhausted"
     # Written only by recovery.
     INTERRUPTED = "interrupted"
 
@@ -135,6 +144,12 @@ class UserMessage(_Data):
     TYPE = "user_message"
     content: Content = ""
     injected: str | None = None
+    # The background subagent whose report (or loss) this message delivers.
+    delivers: str | None = None
+    # An automated notice's preferred role ("system"): a provider with a
+    # system or developer role inside the conversation may render it there;
+    # the others render it as a user turn, as they do without it.
+    render_as: str | None = None
 
 
 class AssistantMessage(_Data):
@@ -151,6 +166,13 @@ class ToolResult(_Data):
     is_error: bool = False
     risk: str | None = None
     rule: str | None = None
+    # The acknowledgement of a background spawn: the call started a subagent
+    # that runs on, and this is not the child's answer (that comes later as a
+    # `user_message` with `injected: "background"`).
+    background: bool = False
+    # The background subagent whose report this result delivers (a join tool
+    # such as `task_wait`): it is then never injected as well.
+    delivers: str | None = None
     # Recovery's settlement of a call whose request is not in the live
     # transcript (compacted away, or never asked for): kept for the record,
     # never shown to a model, since a provider rejects a result for no call.
@@ -191,6 +213,12 @@ class ToolDispatch(_Data):
     name: str | None = None
     idempotency: str | None = None
     join: str | None = None
+    # The call's deadline, when the loop gave it one: past it the loop stops
+    # waiting and answers the call as outcome unknown (rule D1).
+    timeout_s: float | None = None
+    # The call spawns a background subagent: its result is an acknowledgement,
+    # and the child's report is delivered later (`join` names the child).
+    background: bool = False
 
 
 class Compaction(_Data):
@@ -212,6 +240,8 @@ class SubagentSpawned(_Data):
     label: str | None = None
     call_id: str | None = None
     child: str | None = None
+    # The child runs in the background: its report is delivered later.
+    background: bool = False
 
 
 class SubagentSettled(_Data):
@@ -221,6 +251,10 @@ class SubagentSettled(_Data):
     child: str | None = None
     outcome: str | None = None
     result: Any = None
+    # The child ran in the background: its report is delivered to the parent
+    # as an injected message (`delivered` names that message's seq).
+    background: bool = False
+    delivered: int | None = None
 
 
 class Custom(_Data):

@@ -29,6 +29,8 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=
     risk: str | None = None
     injected: str | None = None
     kind: str | None = None
+    # A notice's preferred role where a provider has one in the conversation.
+    render_as: str | None = None
 
 
 class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +59,19 @@ class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
         """No message in the live transcript asks for this call, so a
         provider would reject any result for it."""
         return self.swallowed or not self.requested
+
+
+class BackgroundChild(msgspec.Struct, frozen=True, kw_only=True):
+    """A background subagent of this session: spawned, maybe settled, maybe
+    delivered (`delivered` is the seq of the message or result that did)."""
+
+    spawned: ev.SubagentSpawned
+    settled: ev.SubagentSettled | None = None
+    delivered: int | None = None
+
+    @property
+    def agent_id(self) -> str:
+        return self.spawned.agent_id
 
 
 class OpenStep(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,6 +120,8 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
     last_turn: int | None
     subagents: tuple[ev.SubagentSpawned, ...]
     warnings: tuple[str, ...]
+    # Background subagents by spawn order, with what became of their reports.
+    background: tuple[BackgroundChild, ...] = ()
 
     @property
     def session_id(self) -> str | None:
@@ -118,8 +135,18 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
 
 # Results written by turnlog itself while closing calls it knows about; they
 # say nothing about whether the agent dispatches ahead.
+# A deadline's or a budget's results are a live writer's claims about calls
+# it settled itself (D1, D2, B1), so they count as synthetic too.
 _SYNTHETIC_ORIGINS: Final = frozenset(
-    {Origin.RECOVERY.value, Origin.UNWIND.value, Origin.REVIVAL.value, Origin.PATCH.value}
+    {
+        Origin.RECOVERY.value,
+        Origin.UNWIND.value,
+        Origin.REVIVAL.value,
+        Origin.PATCH.value,
+        Origin.DEADLINE.value,
+        Origin.BUDGET.value,
+        Origin.BACKGROUND.value,
+    }
 )
 
 
@@ -252,6 +279,7 @@ class Fold:
         self._turns = 0
         self._last_turn: int | None = None
         self._subagents: list[ev.SubagentSpawned] = []
+        self._background: dict[str, BackgroundChild] = {}
         self._warnings: list[str] = []
         self._snapshot: SessionState | None = None
         self._last_said: Message | None = None
@@ -269,6 +297,7 @@ class Fold:
             ev.Compaction: self._on_compaction,
             ev.RunRevived: self._on_revived,
             ev.SubagentSpawned: self._on_spawned,
+            ev.SubagentSettled: self._on_settled,
         }
         self.extend(events)
 
@@ -319,6 +348,7 @@ class Fold:
                 last_turn=self._last_turn,
                 subagents=tuple(self._subagents),
                 warnings=tuple(self._warnings),
+                background=tuple(self._background.values()),
             )
         return self._snapshot
 
@@ -454,12 +484,15 @@ class Fold:
 
     def _on_user(self, event: Event, data: ev.UserMessage) -> None:
         self._asking = frozenset()
+        if data.delivers is not None:
+            self._deliver(event, data.delivers)
         message = Message(
             role="user",
             content=data.content,
             seq=event.seq,
             origin=event.origin,
             injected=data.injected,
+            render_as=data.render_as,
         )
         self._messages.append(message)
         self._last_said = message
@@ -492,6 +525,8 @@ class Fold:
                     known.request_seq = event.seq
 
     def _on_tool_result(self, event: Event, data: ev.ToolResult) -> None:
+        if data.delivers is not None:
+            self._deliver(event, data.delivers)
         call_id = data.call_id
         turn = self._turn
         orphaned = data.orphaned
@@ -677,7 +712,25 @@ class Fold:
                 f"{self._revivals} of the log"
             )
 
+    def _deliver(self, event: Event, agent_id: str) -> None:
+        child = self._background.get(agent_id)
+        if child is None:
+            self._warnings.append(f"seq {event.seq}: delivers {agent_id!r}, no background spawn")
+        elif child.delivered is not None:
+            self._warnings.append(
+                f"seq {event.seq}: second delivery of {agent_id!r} (first at seq {child.delivered})"
+            )
+        else:
+            self._background[agent_id] = msgspec.structs.replace(child, delivered=event.seq)
+
+    def _on_settled(self, event: Event, data: ev.SubagentSettled) -> None:
+        child = self._background.get(data.agent_id)
+        if child is not None and child.settled is None:
+            self._background[data.agent_id] = msgspec.structs.replace(child, settled=data)
+
     def _on_spawned(self, event: Event, data: ev.SubagentSpawned) -> None:
+        if data.background and data.agent_id not in self._background:
+            self._background[data.agent_id] = BackgroundChild(spawned=data)
         self._subagents.append(data)
         if self._turn is not None and data.call_id is not None:
             self._turn.spawns[data.call_id] = data

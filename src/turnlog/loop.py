@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, TypeAlias
 
 import msgspec
 
+from turnlog import background
 from turnlog import events as ev
-from turnlog.errors import UsageError
-from turnlog.events import Content, ToolCall
+from turnlog.budgets import Budget, BudgetClock, budget_spent_result
+from turnlog.deadlines import ToolThread, behind_deadline_result, late_result, past_deadline_result
+from turnlog.errors import TurnlogError, UsageError
+from turnlog.events import Content, Origin, ToolCall, TurnEndReason
 from turnlog.fold import Message
-from turnlog.log import Log
+from turnlog.log import Dispatch, Log
 from turnlog.log import open as open_log
+from turnlog.notices import NoticeStyle
 from turnlog.stores import child_session_id
 from turnlog.stores.base import MAX_SESSION_ID_CHARS
 from turnlog.tree import RevivedTree, TreeNode, settled_events
@@ -33,6 +39,19 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
 Model = Callable[[Sequence[Message]], Reply]
 
 
+def check_deadline(timeout_s: float | None) -> None:
+    """Refuse a deadline no call could meet."""
+    if timeout_s is not None and not timeout_s > 0:
+        raise UsageError(
+            f"a deadline must be a positive number of seconds, not {timeout_s!r}",
+            hint="leave timeout_s None for no deadline",
+        )
+
+
+#: What a tool body returns: content, or (a join tool) a delivered report.
+ToolOutput: TypeAlias = Content | background.Delivered
+
+
 class Tool(msgspec.Struct, frozen=True, kw_only=True):
     """A callable the model may ask for, and what running it twice would do.
 
@@ -43,17 +62,47 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     # A coroutine function only under `turnlog.aio.arun_turn`.
-    run: Callable[..., Content | Awaitable[Content]]
+    run: Callable[..., ToolOutput | Awaitable[ToolOutput]]
     idempotency: str = "unknown"
     context: bool = False
     agent_type: str | None = None
+    # The call's deadline in seconds (None: the loop's `timeout_s`, if any).
+    # Past it the loop stops waiting and answers the call as outcome unknown
+    # (D1); the step's calls not yet dispatched are answered not run (D2).
+    timeout_s: float | None = None
+    # A background subagent tool: the call returns an acknowledgement at once
+    # and the child's report arrives later (see `subagent_tool`).
+    background: bool = False
+    # The agent a subagent tool runs (background ones are revived with it).
+    spec: Any = None
+
+    def __post_init__(self) -> None:
+        check_deadline(self.timeout_s)
 
 
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """What runs an agent: its model and its tools."""
+    """What runs an agent: its model and its tools, and the bounds of each turn.
+
+    `max_steps`, `max_tool_calls` and `max_turn_s` are the turn's budgets: a
+    turn that spends one ends `budget_exhausted`, its undispatched calls
+    answered not run (B1). `timeout_s` is the default deadline of each call.
+    """
 
     model: Model
     tools: Mapping[str, Tool]
+    max_steps: int = MAX_STEPS_PER_TURN
+    max_tool_calls: int | None = None
+    max_turn_s: float | None = None
+    timeout_s: float | None = None
+
+    def limits(self) -> dict[str, Any]:
+        """The keyword arguments of `run_turn` these bounds set."""
+        return {
+            "max_steps": self.max_steps,
+            "max_tool_calls": self.max_tool_calls,
+            "max_turn_s": self.max_turn_s,
+            "timeout_s": self.timeout_s,
+        }
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\-]")
@@ -155,14 +204,14 @@ class ToolContext(CallContext):
         *,
         agent_type: str | None = None,
         label: str | None = None,
-        max_steps: int = MAX_STEPS_PER_TURN,
+        max_steps: int | None = None,
     ) -> Reply:
         """Run a subagent to its answer in its own session and return its reply.
 
         The child's session is `<parent>.agents/<agent_id>` in the same store,
         its header naming this session and call; the parent records
         `subagent_spawned` before the child starts and `subagent_settled` when
-        it ends.
+        it ends. The child's turn has the bounds of `agent` (`AgentSpec`).
         """
         parent = self.log
         spawn = self._spawn(agent_id, agent_type, label)
@@ -170,10 +219,44 @@ class ToolContext(CallContext):
         reply: Reply | None = None
         try:
             with open_log(parent.store, spawn.child, **spawn.child_options(parent)) as child:
-                reply = run_turn(child, agent.model, agent.tools, task, max_steps=max_steps)
+                reply = run_agent_turn(child, agent, task, max_steps=max_steps)
             return reply
         finally:
             parent.append(spawn.settled(reply))
+
+    def spawn_background(
+        self,
+        agent_id: str,
+        task: Content,
+        agent: AgentSpec,
+        *,
+        agent_type: str | None = None,
+        label: str | None = None,
+    ) -> str:
+        """Start a subagent in its own session and return at once with an
+        acknowledgement; its report reaches this session later, once (an
+        injected `user_message` at a step boundary, or a join tool's result)."""
+        parent = self.log
+        spawn = self._spawn(agent_id, agent_type, label)
+        spawned = msgspec.structs.replace(spawn.spawned, background=True)
+        parent.append(spawned, sync=True)
+
+        # The child's session and task are durable before the acknowledgement:
+        # a crash after it finds a child to revive, not one to report lost.
+        child = open_log(parent.store, spawn.child, **spawn.child_options(parent))
+        try:
+            child.user(task)
+            child.sync()
+        except BaseException:
+            child.close()
+            raise
+
+        def body() -> Content:
+            with child:
+                return run_agent_turn(child, agent).content
+
+        background.run_in_thread(parent, spawned, spawn.child, body)
+        return background.acknowledgement(agent_id)
 
 
 def subagent_tool(
@@ -181,22 +264,60 @@ def subagent_tool(
     agent: AgentSpec,
     *,
     task_argument: str = "task",
-    max_steps: int = MAX_STEPS_PER_TURN,
+    max_steps: int | None = None,
+    background: bool = False,
 ) -> Tool:
-    """A tool that runs a subagent on the task the model gives and returns its answer.
+    """A tool that runs a subagent on the task the model gives.
 
-    The subagent's id comes from the call id (`agent_id_for`), and the call's
-    dispatch records `join: <agent_id>`, so a tree revival knows which child
-    answers which call.
+    By default the call blocks until the child answers and returns its answer.
+    With `background=True` it returns an acknowledgement at once (a result
+    marked `background`), the child runs concurrently, and its report is
+    delivered later: injected at the parent's next step boundary, or as the
+    result of a `task_wait_tool` call. The subagent's id comes from the call
+    id (`agent_id_for`), and the call's dispatch records `join: <agent_id>`.
     """
 
     def run(context: ToolContext, **arguments: Any) -> Content:
         task = arguments.get(task_argument, "")
         agent_id = agent_id_for(agent_type, context.call_id)
+        if background:
+            return context.spawn_background(agent_id, task, agent, agent_type=agent_type)
         reply = context.spawn(agent_id, task, agent, agent_type=agent_type, max_steps=max_steps)
         return reply.content
 
-    return Tool(run=run, idempotency="unknown", context=True, agent_type=agent_type)
+    return Tool(
+        run=run,
+        idempotency="unknown",
+        context=True,
+        agent_type=agent_type,
+        background=background,
+        spec=agent,
+    )
+
+
+def task_wait_tool() -> Tool:
+    """The join tool of background subagents: `task_wait(agent_id)` blocks
+    until that child reports and returns its report, which is then never
+    injected as well. Give the tool a deadline (`timeout_s`) to bound the wait."""
+
+    def run(context: ToolContext, agent_id: str = "") -> Content | background.Delivered:
+        return join_background(context.log, agent_id)
+
+    return Tool(run=run, idempotency="read_only", context=True)
+
+
+def join_background(log: Log, agent_id: str) -> Content | background.Delivered:
+    """What `task_wait` answers: the child's report once it settles, or why not."""
+    child = next((c for c in log.state.background if c.agent_id == agent_id), None)
+    if child is None:
+        known = ", ".join(c.agent_id for c in log.state.background) or "none"
+        raise UsageError(f"no background subagent {agent_id!r} (known: {known})")
+    if child.delivered is not None:
+        return f"The report of {agent_id} was already delivered (event {child.delivered})."
+    if not background.wait_for_report(log, agent_id):
+        raise UsageError(f"background subagent {agent_id!r} is not running in this process")
+    settled = next(c for c in log.state.background if c.agent_id == agent_id)
+    return background.Delivered(content=background.report_body(settled), delivers=agent_id)
 
 
 def run_turn(
@@ -206,7 +327,12 @@ def run_turn(
     user_text: Content | None = None,
     *,
     max_steps: int = MAX_STEPS_PER_TURN,
+    max_tool_calls: int | None = None,
+    max_turn_s: float | None = None,
+    timeout_s: float | None = None,
     resume: bool = False,
+    await_background: bool = True,
+    notice_style: NoticeStyle | None = None,
 ) -> Reply:
     """Run one turn to its answer and return the final reply.
 
@@ -215,70 +341,228 @@ def run_turn(
     *before* the tool body runs, then its result. A crash anywhere leaves a
     log the decision table classifies honestly.
 
+    Bounds: a call past its deadline (`Tool.timeout_s`, else `timeout_s`) is
+    answered outcome unknown (D1) and the step's undispatched calls not run
+    (D2); the model sees that and goes on. A spent budget (`max_steps`,
+    `max_tool_calls`, `max_turn_s`) answers the undispatched calls not run
+    (B1) and ends the turn `budget_exhausted`.
+
+    Background subagents' reports are injected at step boundaries; with
+    `await_background`, a final answer while children still run waits for
+    the next report and lets the model read it. Children this session spawned
+    before a crash are adopted first (`background.adopt`).
+
     `resume=True` carries on the open turn a tree revival left (see
     `Log.turn`) instead of starting one.
     """
+    check_deadline(timeout_s)
+    clock = BudgetClock(
+        Budget(max_steps=max_steps, max_tool_calls=max_tool_calls, max_turn_s=max_turn_s)
+    )
     if user_text is not None:
         log.user(user_text)
+    _adopt_background(log, tools)
     reply = Reply()
     with log.turn(resume=resume) as turn:
-        for _ in range(max_steps):
+        while True:
+            background.deliver_reports(log, notice_style)
+            if clock.before_step() is not None:
+                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
+                return reply
             with log.step():
                 reply = model(log.messages)
                 log.assistant(reply.content, reply.tool_calls)
-                for call in reply.tool_calls:
-                    _run_call(log, tools, call)
-            if not reply.tool_calls:
+                spent = _run_calls(log, tools, reply.tool_calls, clock, timeout_s)
+            if spent is not None:
+                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
                 return reply
-        turn.reason = "error"
-    return reply
+            if not reply.tool_calls and not (await_background and background.wait_for_report(log)):
+                return reply
 
 
-def dispatch_options(tool: Tool | None, call: ToolCall) -> dict[str, str | None]:
-    """What a call's dispatch records: the tool's idempotency, and for a
-    subagent tool the agent the call joins."""
+def run_agent_turn(
+    log: Log, agent: AgentSpec, user_text: Content | None = None, **options: Any
+) -> Reply:
+    """`run_turn` with the model, tools and bounds of an `AgentSpec`;
+    `options` override them (None values are ignored)."""
+    limits = agent.limits()
+    limits.update({key: value for key, value in options.items() if value is not None})
+    return run_turn(log, agent.model, agent.tools, user_text, **limits)
+
+
+def dispatch_options(
+    tool: Tool | None, call: ToolCall, timeout_s: float | None = None
+) -> dict[str, Any]:
+    """What a call's dispatch records: the tool's idempotency, for a subagent
+    tool the agent the call joins (and whether it runs in the background),
+    and the call's deadline."""
     if tool is None:
         return {"idempotency": None, "join": None}
     join = agent_id_for(tool.agent_type, call.id) if tool.agent_type else None
-    return {"idempotency": tool.idempotency, "join": join}
+    options: dict[str, Any] = {"idempotency": tool.idempotency, "join": join}
+    if timeout_s is not None:
+        options["timeout_s"] = timeout_s
+    if tool.background:
+        options["background"] = True
+    return options
 
 
-def _run_call(log: Log, tools: Mapping[str, Tool], call: ToolCall) -> None:
-    tool = tools.get(call.name)
-    with log.dispatch(call, **dispatch_options(tool, call)) as running:
+def call_deadline(tool: Tool | None, default_s: float | None) -> float | None:
+    """A call's deadline: its tool's own, else the loop's. A background spawn
+    returns at once and needs none."""
+    if tool is None or tool.background:
+        return None
+    return tool.timeout_s if tool.timeout_s is not None else default_s
+
+
+def _run_calls(
+    log: Log,
+    tools: Mapping[str, Tool],
+    calls: Sequence[ToolCall],
+    clock: BudgetClock,
+    timeout_s: float | None,
+) -> str | None:
+    """Run a step's calls in order; returns the budget spent, if one was."""
+    for index, call in enumerate(calls):
+        spent = clock.before_call()
+        if spent is not None:
+            results = [budget_spent_result(later, spent) for later in calls[index:]]
+            log.append_many(results, origin=Origin.BUDGET.value, allow_undispatched=True)
+            return spent
+        tool = tools.get(call.name)
+        if not _run_call(log, tool, call, call_deadline(tool, timeout_s)):
+            behind = [behind_deadline_result(later, call) for later in calls[index + 1 :]]
+            if behind:
+                log.append_many(behind, origin=Origin.DEADLINE.value, allow_undispatched=True)
+            return None
+    return None
+
+
+def record_late(log: Log, call: ToolCall, content: Content, is_error: bool) -> None:
+    # The session may be closed, or its process ending: the late output is
+    # then lost, which costs nothing, since it was never the call's answer.
+    with contextlib.suppress(TurnlogError):
+        log.append(late_result(call, content, is_error=is_error))
+
+
+def begin_dispatch(log: Log, call: ToolCall, options: Mapping[str, Any]) -> Dispatch:
+    """`Log.begin_dispatch` with every field a dispatch may record (a
+    deadline, a background spawn): durable before the tool body runs."""
+    dispatched = log.append(ev.ToolDispatch(call_id=call.id, name=call.name, **options))
+    return Dispatch(log, call, dispatched.seq)
+
+
+@contextlib.contextmanager
+def dispatched(log: Log, call: ToolCall, options: Mapping[str, Any]) -> Iterator[Dispatch]:
+    """`Log.dispatch` with every field a dispatch may record; a block that
+    raises or records nothing leaves the call answered outcome unknown."""
+    handle = begin_dispatch(log, call, options)
+    try:
+        yield handle
+    except BaseException as exc:
+        log.end_dispatch(handle, exc)
+        raise
+    else:
+        log.end_dispatch(handle, None)
+
+
+def _run_call(log: Log, tool: Tool | None, call: ToolCall, timeout_s: float | None) -> bool:
+    """Dispatch and run one call; False when it ran past its deadline."""
+    with dispatched(log, call, dispatch_options(tool, call, timeout_s)) as running:
         if tool is None:
             running.result(f"unknown tool {call.name!r}", is_error=True)
-            return
+            return True
         arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
-        try:
-            if tool.context:
-                output = tool.run(ToolContext(log, call), **arguments)
-            else:
-                output = tool.run(**arguments)
-        except Exception as exc:  # a failing tool is a result the model sees, not a crash
-            running.result(f"{type(exc).__name__}: {exc}", is_error=True)
+        args: tuple[Any, ...] = (ToolContext(log, call),) if tool.context else ()
+        body = functools.partial(tool.run, *args, **arguments)
+        if timeout_s is not None:
+            worker = ToolThread(body, functools.partial(record_late, log, call))
+            if not worker.start().wait(timeout_s):
+                log.append(past_deadline_result(call, timeout_s), origin=Origin.DEADLINE.value)
+                running.answered = True
+                return False
+            output, error = worker.output, worker.error
         else:
-            if inspect.isawaitable(output):
-                # It may have started: the dispatch block answers it as outcome unknown.
-                raise UsageError(
-                    f"tool {call.name!r} is a coroutine function",
-                    hint="run async tools with turnlog.aio.arun_turn",
-                )
-            running.result(output)
+            output, error = None, None
+            try:
+                output = body()
+            except Exception as exc:  # a failing tool is a result the model sees, not a crash
+                error = exc
+        if error is not None:
+            running.result(f"{type(error).__name__}: {error}", is_error=True)
+        elif inspect.isawaitable(output):
+            if inspect.iscoroutine(output):
+                output.close()
+            # It may have started: the dispatch block answers it as outcome unknown.
+            raise UsageError(
+                f"tool {call.name!r} is a coroutine function",
+                hint="run async tools with turnlog.aio.arun_turn",
+            )
+        else:
+            record_output(log, running, tool, output)
+    return True
 
 
-def continue_run(log: Log, agent: AgentSpec, *, max_steps: int = MAX_STEPS_PER_TURN) -> Reply:
+def record_output(log: Log, running: Dispatch, tool: Tool, output: Any) -> None:
+    """A call's result: a background spawn's acknowledgement is marked
+    `background`, and a join tool's report names the child it delivers."""
+    call = running.call
+    if tool.background:
+        log.append(ev.ToolResult(call_id=call.id, name=call.name, content=output, background=True))
+        running.answered = True
+    elif isinstance(output, background.Delivered):
+        log.append(
+            ev.ToolResult(
+                call_id=call.id, name=call.name, content=output.content, delivers=output.delivers
+            )
+        )
+        running.answered = True
+    else:
+        running.result(output)
+
+
+def spec_for(tools: Mapping[str, Tool]) -> Callable[[ev.SubagentSpawned], AgentSpec | None]:
+    """The agent that revives a background child: that of the background
+    subagent tool of its type."""
+    by_type = {
+        tool.agent_type: tool.spec for tool in tools.values() if tool.background and tool.agent_type
+    }
+
+    def find(spawned: ev.SubagentSpawned) -> AgentSpec | None:
+        spec = by_type.get(spawned.agent_type) if spawned.agent_type else None
+        return spec if isinstance(spec, AgentSpec) else None
+
+    return find
+
+
+def _adopt_background(log: Log, tools: Mapping[str, Tool]) -> None:
+    if not log.state.background:
+        return
+    running = background.registry(log).running
+    for adopted in background.adopt(log, spec_for(tools), running=running):
+        child_log, spec = adopted.log, adopted.spec
+
+        def body(child_log: Log = child_log, spec: AgentSpec = spec) -> Content:
+            with child_log:
+                return continue_run(child_log, spec).content
+
+        background.run_in_thread(log, adopted.spawned, adopted.child, body)
+
+
+def continue_run(log: Log, agent: AgentSpec, *, max_steps: int | None = None) -> Reply:
     """Carry on a revived session: resume the turn a tree revival left open
-    (its waits answered), or else start the next turn from the log as it is."""
+    (its waits answered), or else start the next turn from the log as it is.
+    Background children it spawned are adopted: delivered, revived or
+    reported lost (`turnlog.background.adopt`)."""
     resume = log.verdict().open_turn is not None
-    return run_turn(log, agent.model, agent.tools, max_steps=max_steps, resume=resume)
+    return run_agent_turn(log, agent, max_steps=max_steps, resume=resume)
 
 
 def continue_tree(
     tree: RevivedTree,
     agents: Callable[[TreeNode], AgentSpec],
     *,
-    max_steps: int = MAX_STEPS_PER_TURN,
+    max_steps: int | None = None,
 ) -> dict[str, Reply]:
     """Run every revived session of a tree to its answer, children first.
 

@@ -8,7 +8,7 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog import selfcheck
-from turnlog.events import Event, Idempotency, Origin, Risk, TurnEndReason
+from turnlog.events import Event, Origin, Risk, TurnEndReason
 from turnlog.fold import CallSighting, Fold, Message, OpenTurn
 from turnlog.verdict import Verdict, classify, decide
 
@@ -16,26 +16,15 @@ _NOT_STARTED_TEXT = (
     "[turnlog] Tool call {what} did not run: the agent process ended before it was "
     "dispatched, so it had no side effects. Run it again if it is still needed."
 )
-_UNKNOWN_TEXT: dict[str | None, str] = {
-    None: (
-        "[turnlog] The agent process ended while tool call {what} was in flight. It may "
-        "have run, fully or in part, and its result was lost. Check the state it was "
-        "changing before running it again; do not retry it blindly."
-    ),
-    Idempotency.READ_ONLY: (
-        "[turnlog] The agent process ended while tool call {what} was in flight and its "
-        "result was lost. The call only reads, so running it again is safe."
-    ),
-    Idempotency.IDEMPOTENT: (
-        "[turnlog] The agent process ended while tool call {what} was in flight and its "
-        "result was lost. The call is idempotent, so running it again is safe."
-    ),
-    Idempotency.DESTRUCTIVE: (
-        "[turnlog] The agent process ended while tool call {what} was in flight. It may "
-        "have taken effect, fully or in part, and it changes state destructively. "
-        "Verify whether it took effect before doing anything else; never retry it blindly."
-    ),
-}
+# One honest answer for every in-flight call, whatever its idempotency: a
+# read-only call's answer may be stale (the half of the batch that landed may
+# have changed what it read), and nothing is ever replayed. The idempotency
+# stays in the dispatch event for audits and for tools that want it.
+_UNKNOWN_TEXT = (
+    "[turnlog] The agent process ended while tool call {what} was in flight. It may "
+    "have run, fully or in part, and its result was lost. It has NOT been retried: "
+    "check the state of what it was changing before assuming either way."
+)
 _ORPHANED_TEXT = (
     "[turnlog] The agent process ended while tool call {what} was owed, and the message "
     "that asked for it is no longer in the transcript (compacted away, or never written). "
@@ -50,8 +39,8 @@ _NO_DISPATCH_LOG_TEXT = (
 )
 _UNWIND_UNKNOWN_TEXT = (
     "[turnlog] Tool call {what} was running when the agent stopped it ({error}). It may "
-    "have taken effect, fully or in part. Check the state it was changing before running "
-    "it again; do not retry it blindly."
+    "have taken effect, fully or in part. It has NOT been retried: check the state of "
+    "what it was changing before assuming either way."
 )
 _UNWIND_UNRECORDED_TEXT = (
     "[turnlog] Tool call {what} was left without a dispatch or a result when the agent "
@@ -103,9 +92,7 @@ def result_text(call: CallSighting, risk: Risk, rule: str) -> str:
         return _NOT_STARTED_TEXT.format(what=what)
     if rule == "R4":
         return _NO_DISPATCH_LOG_TEXT.format(what=what)
-    idempotency = call.dispatch.idempotency if call.dispatch is not None else None
-    template = _UNKNOWN_TEXT.get(idempotency, _UNKNOWN_TEXT[None])
-    return template.format(what=what)
+    return _UNKNOWN_TEXT.format(what=what)
 
 
 def _close_turn(

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from turnlog import events as ev
+from turnlog.deadlines import LATE_RESULT_TYPE
 from turnlog.events import Event, content_text
 from turnlog.triage import Inspection
 
@@ -115,6 +116,8 @@ def _event_line(event: Event) -> Text:
         line.append("user       ", style="bold blue")
         if data.injected:
             line.append(f"[{data.injected}] ", style="yellow")
+        if data.delivers:
+            line.append(f"(report of {data.delivers}) ", style="magenta")
         line.append(shorten(content_text(data.content)))
     elif isinstance(data, ev.AssistantMessage):
         line.append("assistant  ", style="bold green")
@@ -126,11 +129,19 @@ def _event_line(event: Event) -> Text:
         line.append(f"{data.name}({data.call_id})")
         if data.idempotency:
             line.append(f" [{data.idempotency}]", style="dim")
+        if data.timeout_s is not None:
+            line.append(f" deadline {data.timeout_s:g} s", style="dim")
+        if data.background:
+            line.append(f" background -> {data.join}", style="magenta")
     elif isinstance(data, ev.ToolResult):
         line.append("result     ", style="cyan")
         line.append(f"{data.name}({data.call_id}) ")
         if data.risk:
             line.append(f"{data.risk} {data.rule or ''} ", style=RISK_STYLE.get(data.risk, "red"))
+        if data.background:
+            line.append("[background: acknowledgement, not the answer] ", style="magenta")
+        if data.delivers:
+            line.append(f"[report of {data.delivers}] ", style="magenta")
         if data.orphaned:
             line.append("[orphaned: not in the transcript] ", style="magenta")
         elif data.is_error:
@@ -139,7 +150,9 @@ def _event_line(event: Event) -> Text:
     elif isinstance(data, ev.TurnStart):
         line.append(f"turn {data.turn if data.turn is not None else '?'} start", style="bold")
     elif isinstance(data, ev.TurnEnd):
-        style = "bold red" if data.reason == "interrupted" else "bold"
+        style = {"interrupted": "bold red", "budget_exhausted": "bold yellow"}.get(
+            data.reason, "bold"
+        )
         line.append(
             f"turn {data.turn if data.turn is not None else '?'} end: {data.reason}", style=style
         )
@@ -156,6 +169,20 @@ def _event_line(event: Event) -> Text:
         line.append(f"run revived (revival {data.revival})", style="bold yellow")
     elif isinstance(data, ev.SubagentSpawned | ev.SubagentSettled):
         line.append(f"{event.type} {data.agent_id}", style="magenta")
+        if data.background:
+            line.append(" [background]", style="magenta")
+        if isinstance(data, ev.SubagentSettled) and data.outcome:
+            line.append(f" {data.outcome}", style="dim")
+    elif isinstance(data, ev.Custom) and data.type == LATE_RESULT_TYPE:
+        fields = data.fields
+        line.append("late       ", style="yellow")
+        line.append(f"{fields.get('name')}({fields.get('call_id')}) after its deadline, ")
+        line.append("recorded, not delivered: ", style="yellow")
+        content = fields.get("content")
+        line.append(
+            shorten(content_text(content) if isinstance(content, str | list) else str(content), 40),
+            style="dim",
+        )
     else:
         line.append(event.type, style="dim")
     if event.origin:

@@ -12,18 +12,23 @@ from turnlog.errors import UsageError
 from turnlog.events import Origin
 from turnlog.fold import Message
 from turnlog.log import Log
+from turnlog.notices import NoticeStyle, framed
 from turnlog.recovery import Plan
 from turnlog.triage import DEFAULT_MAX_REVIVALS, already_told, refusal
 from turnlog.verdict import Wait
 
-REVIVAL_NOTICE: Final = (
-    "[turnlog] The previous process running this conversation ended in the middle of its "
+# The notice's body; the model reads it inside the notification frame
+# (`turnlog.notices`), the same frame as background deliveries.
+REVIVAL_BODY: Final = (
+    "The previous process running this conversation ended in the middle of its "
     "work (revival {revival}). Everything above is your own conversation so far. Tool "
     "calls that were in flight have results saying what is known about them: a call "
     "marked as not started did not run; a call whose outcome is unknown may have run, so "
     "check the state it was changing before you retry it. Work that was unfinished is "
     "still unfinished: carry on from where you stopped."
 )
+#: The revival notice as written with the default frame.
+REVIVAL_NOTICE: Final = framed("revival", REVIVAL_BODY)
 
 
 class Revival(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,6 +68,7 @@ def revive(
     *,
     max_revivals: int = DEFAULT_MAX_REVIVALS,
     pending: Collection[str] = (),
+    style: NoticeStyle | None = None,
 ) -> Revival:
     """Recover, then record the revival and tell the model what happened.
 
@@ -70,7 +76,8 @@ def revive(
     or for a finished session, nothing is written. Tool calls are never
     replayed: the owed ones get their recovery results and the model decides.
     `pending` (used by `revive_tree`) names waits on subagents being revived:
-    they stay open for the children's results.
+    they stay open for the children's results. `style` words the notice's
+    frame (`turnlog.notices.NoticeStyle`).
 
     A session already revived and not run on since (`triage.already_told`) is
     not told again and spends no revival: the result says "already_revived".
@@ -82,10 +89,12 @@ def revive(
     revive it once.
     """
     with log.lock:
-        return _revive(log, max_revivals=max_revivals, pending=pending)
+        return _revive(log, max_revivals=max_revivals, pending=pending, style=style)
 
 
-def _revive(log: Log, *, max_revivals: int, pending: Collection[str]) -> Revival:
+def _revive(
+    log: Log, *, max_revivals: int, pending: Collection[str], style: NoticeStyle | None
+) -> Revival:
     if max_revivals < 0:
         raise UsageError(f"max_revivals must be >= 0, not {max_revivals}")
     found = log.verdict()
@@ -129,7 +138,11 @@ def _revive(log: Log, *, max_revivals: int, pending: Collection[str]) -> Revival
     marked = log.append_many(
         [
             ev.RunRevived(revival=number, agent_id=agent.id if agent else None),
-            ev.UserMessage(content=REVIVAL_NOTICE.format(revival=number), injected="revival"),
+            ev.UserMessage(
+                content=framed("revival", REVIVAL_BODY, style).format(revival=number),
+                injected="revival",
+                render_as=style.render_as if style is not None else None,
+            ),
         ],
         origin=Origin.REVIVAL.value,
         sync=True,

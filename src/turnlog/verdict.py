@@ -110,6 +110,13 @@ def waits_of(turn: OpenTurn | None) -> tuple[Wait, ...]:
     out = []
     for call in turn.owed:
         spawn = spawns.get(call.call_id)
+        if (call.dispatch is not None and call.dispatch.background) or (
+            spawn is not None and spawn.background
+        ):
+            # A background spawn is answered by its acknowledgement, never by
+            # the child: recovery settles it like any other call, and the
+            # child's report is delivered on its own (`turnlog.background`).
+            continue
         join = call.dispatch.join if call.dispatch is not None else None
         agent_id = join or (spawn.agent_id if spawn is not None else None)
         if agent_id is None:
