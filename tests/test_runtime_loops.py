@@ -530,6 +530,15 @@ def test_the_notice_role_is_recorded_and_every_export_stays_valid(store: Store) 
     assert notice.role == "user" and notice.injected == "revival"
     assert notice.render_as == "system"
     assert_valid(events_of(store))
+    # Where a provider has a role for the system inside the conversation, the
+    # notice takes it; elsewhere it stays a user turn.
+    messages = turnlog.fold(events_of(store)).messages
+    from turnlog import providers
+
+    chat = providers.render("openai-chat", messages)["messages"]
+    responses = providers.render("openai-responses", messages)["input"]
+    assert chat[-1]["role"] == "developer" and responses[-1]["role"] == "developer"
+    assert providers.render("anthropic", messages)["messages"][-1]["role"] == "user"
     # The loop that carries on after it does not take it for a new request.
     with turnlog.open(store, "s") as log:
         assert turnlog.revive(log).reason == "already_revived"

@@ -49,7 +49,10 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
                 }
             )
         elif text:
-            out.append({"role": "user", "content": text})
+            # A notice styled as the system's speaks in the developer role,
+            # which Chat Completions has inside the conversation.
+            role = "developer" if message.render_as == "system" else "user"
+            out.append({"role": role, "content": text})
     return {"messages": out}
 
 

@@ -65,6 +65,8 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
             )
         elif text_value := text_of(message.content):
             role = "system" if message.role == "system" else "user"
+            if message.render_as == "system":
+                role = "developer"  # a notice styled as the system's
             items.append(
                 {
                     "type": "message",
