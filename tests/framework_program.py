@@ -26,6 +26,10 @@ SESSION = "run-1"
 FINAL = "all charges settled"
 
 
+# The revival notice's frame (turnlog.notices), as the model reads it.
+NOTICE = "[turnlog: automated notification (revival)"
+
+
 def record(side: str, amount: int) -> None:
     fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
@@ -44,7 +48,7 @@ def amounts(parallel: bool) -> list[int]:
 def report(final: str, calls: list[str], outputs: list[str], first: Any = None) -> None:
     """One JSON line: the final text, and the calls, outputs and whether the
     resume notice were in the model's first input."""
-    notice = "[turnlog] The previous process" in str(first)
+    notice = NOTICE in str(first)
     print(json.dumps({"final": final, "calls": calls, "outputs": outputs, "notice": notice}))
 
 
@@ -356,7 +360,6 @@ def adk(mode: str, store: str, side: str, parallel: bool) -> None:
 # -- docs/integrations.md, run as written ------------------------------------------------
 
 DOCS = Path(__file__).parent.parent / "docs" / "integrations.md"
-NOTICE = "[turnlog] The previous process"
 
 
 def doc_blocks(framework: str) -> dict[str, str]:

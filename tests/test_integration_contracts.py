@@ -455,7 +455,9 @@ def test_langgraph_async_graph_recovers_and_revives_on_an_async_checkpointer(
 
     def model(state: Any) -> dict[str, Any]:
         last = state["messages"][-1]
-        if isinstance(last, HumanMessage) and "[turnlog]" in str(last.content):
+        if isinstance(last, HumanMessage) and "[turnlog: automated notification" in str(
+            last.content
+        ):
             return {"messages": [AIMessage(content="carried on")]}
         if isinstance(last, ToolMessage):
             return {"messages": [AIMessage(content="3C")]}
@@ -481,7 +483,7 @@ def test_langgraph_async_graph_recovers_and_revives_on_an_async_checkpointer(
 
     written = asyncio.run(main())
     assert [type(m).__name__ for m in written] == ["ToolMessage", "HumanMessage"]
-    assert written[1].content.startswith("[turnlog] The previous process")
+    assert written[1].content.startswith("[turnlog: automated notification (revival)")
     assert ran == []
     found = turnlog.inspect(target, "t")
     assert found.status == "finished" and found.revivals == 1
