@@ -100,7 +100,15 @@ def test_the_docs_section_survives_a_kill_and_revives(
         if isinstance(e.data, turnlog.ToolResult) and e.data.call_id == f"call_1_{killed_in}"
     )
     assert repair.risk == "tool_outcome_unknown"
-    assert "destructively" in content_text(repair.content)
+    # One honest text for every in-flight call; the declared idempotency is
+    # kept on the dispatch, for audits and for tools that want it.
+    assert "NOT been retried" in content_text(repair.content)
+    dispatch = next(
+        e.data
+        for e in events
+        if isinstance(e.data, turnlog.ToolDispatch) and e.data.call_id == f"call_1_{killed_in}"
+    )
+    assert dispatch.idempotency == "destructive"
     after = turnlog.inspect(target, session)
     assert after.status == "finished" and after.revivals == 1
     for provider in PROVIDERS:
