@@ -82,7 +82,7 @@ def test_a_damaged_row_refuses_the_session(tmp_path: Path) -> None:
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    SQLiteStore(tmp_path / "s.db").sessions()
+    SQLiteStore(tmp_path / "s.db").init()
     connection = sqlite3.connect(tmp_path / "s.db")
     connection.execute("INSERT INTO schema_version VALUES (99)")
     connection.commit()

@@ -86,7 +86,7 @@ class Swept(msgspec.Struct, frozen=True, kw_only=True):
     """What one sweeper did with one session, and why."""
 
     session_id: str
-    action: str  # "recovered", "revived", "skipped"
+    action: str  # "recovered", "revived", "skipped", "failed"
     reason: str
     appended: int = 0
 
@@ -161,7 +161,9 @@ def sweep(
                 )
             )
         except TurnlogError as exc:
-            out.append(Swept(session_id=session_id, action="skipped", reason=exc.message))
+            # The session was found crashed and could not be repaired: a
+            # failure, which the command's exit status reports.
+            out.append(Swept(session_id=session_id, action="failed", reason=exc.message))
     return out
 
 

@@ -15,8 +15,10 @@ from turnlog.damage import Problem, Scan, TornTail
 from turnlog.errors import (
     CorruptLogError,
     InvalidSessionIdError,
+    NotASessionError,
     SeqConflictError,
     UnreadableRecordError,
+    UsageError,
 )
 from turnlog.events import Event
 from turnlog.tail import Tail, collect_tail
@@ -98,6 +100,21 @@ def parent_session_id(session_id: str) -> str | None:
     if not slash:
         return None
     return head[: -len(AGENTS_SUFFIX)]
+
+
+class StoreNotFoundError(UsageError):
+    """A store URL that names nothing: a mistyped path is an error, never an empty store."""
+
+    hint = "check the store URL; `turnlog store init URL` creates a store"
+
+
+class NotAStoreError(NotASessionError):
+    """A database or folder that holds something other than turnlog's: never touched."""
+
+    hint = (
+        "turnlog only reads and writes its own stores; this one was left as it was. "
+        "`turnlog store init URL` creates a store in an empty or new database"
+    )
 
 
 def seq_conflict(session_id: str, expected: int, actual: int) -> SeqConflictError:
@@ -244,7 +261,20 @@ class Store(abc.ABC):
         """Who holds the session's writer lock, or None when no live writer does."""
 
     def init(self) -> None:  # noqa: B027 - most stores make themselves on first use
-        """Make the store ready (a directory, a schema); idempotent."""
+        """Make the store ready (a directory, a schema); idempotent. Refuses
+        (`NotAStoreError`) a database that holds another application's data."""
+
+    def present(self) -> bool:
+        """Whether the store is there to read: a directory, a database with
+        turnlog's schema. Never creates anything; raises `NotAStoreError` for
+        something that is not a turnlog store. Read-only commands check it
+        first, so a mistyped URL is an error, not an empty store."""
+        return True
+
+    def require(self) -> None:
+        """Raise `StoreNotFoundError` unless the store is there to read."""
+        if not self.present():
+            raise StoreNotFoundError(f"no turnlog store at {self.url}")
 
     def sweep_candidates(self) -> list[str]:
         """Sessions that may hold an open turn: every session, unless the store

@@ -804,6 +804,9 @@ class JSONLStore(Store):
     def init(self) -> None:
         os.close(self._dir_fd(create=True))
 
+    def present(self) -> bool:
+        return os.path.isdir(self.directory)
+
     def location(self, session_id: str) -> str:
         return self.path(session_id)
 

@@ -271,18 +271,42 @@ class PostgresStore(SQLStore):
 
     # -- connections ---------------------------------------------------------------
 
-    def _connect(self) -> psycopg.Connection[Any]:
+    def _open(self) -> psycopg.Connection[Any]:
         psycopg = _driver()
         try:
             connection = psycopg.connect(self.dsn, autocommit=True)
             connection.execute("SELECT set_config('search_path', %s, false)", (self.schema,))
-            if not self._initialized:
-                self._init_schema(connection)
-        except TurnlogError:
-            raise
         except psycopg.Error as exc:
             raise _translate(exc, "connect to", self.url) from exc
         return connection  # type: ignore[no-any-return]
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        connection = self._open()
+        if not self._initialized:
+            try:
+                self._init_schema(connection)
+            except TurnlogError:
+                connection.close()
+                raise
+            except _driver().Error as exc:
+                connection.close()
+                raise _translate(exc, "connect to", self.url) from exc
+        return connection
+
+    def present(self) -> bool:
+        """Whether turnlog's tables are there, looked up without creating them."""
+        if self._initialized:
+            return True
+        connection = self._open()
+        try:
+            row = connection.execute(
+                "SELECT to_regclass('turnlog_schema_version') IS NOT NULL"
+            ).fetchone()
+        except _driver().Error as exc:
+            raise _translate(exc, "connect to", self.url) from exc
+        finally:
+            connection.close()
+        return bool(row and row[0])
 
     def _init_schema(self, connection: psycopg.Connection[Any]) -> None:
         with connection.transaction():

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
-import time
+import stat
+import threading
+import urllib.parse
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Final
 
@@ -24,13 +25,15 @@ from turnlog.stores import holders
 from turnlog.stores.base import (
     TAIL_FACT_TYPES,
     Holder,
+    NotAStoreError,
+    StoreNotFoundError,
     StoreWriter,
     seq_conflict,
     tail_facts,
     validate_session_id,
 )
-from turnlog.stores.jsonl import LOCK_RETRY_S, lock_pid
 from turnlog.stores.jsonl_record import encode_line
+from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
 from turnlog.stores.rows import decode_row, refuse_gap
 from turnlog.stores.sql import SQLStore
 
@@ -61,6 +64,11 @@ _SCHEMA: Final = (
     "WHERE open_turn_seq IS NOT NULL",
 )
 
+
+# The first bytes of every SQLite database file.
+_MAGIC: Final = b"SQLite format 3\x00"
+# The tables that make a database a turnlog store.
+_TABLES: Final = frozenset({"schema_version", "sessions", "events"})
 
 _INSERT: Final = "INSERT INTO events (session_id, seq, line) VALUES (?, ?, ?)"
 
@@ -220,10 +228,91 @@ class SQLiteStore(SQLStore):
         self._locks_dir = self.path + ".locks"
         super().__init__()
         self._initialized = False
+        self._init_mutex = threading.Lock()
 
     # -- connections ---------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _probe(self) -> str:
+        """What the path holds, found without changing a byte of it: "missing"
+        (nothing, or an empty file), or "ours" (turnlog's schema). Raises
+        `NotAStoreError` for anything else: another application's database is
+        never switched to WAL, never given turnlog's tables, and no `-wal` or
+        `-shm` file is left beside it."""
+        try:
+            st = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"
+        except OSError as exc:
+            raise StoreIOError(f"open {self.url}: {exc.strerror or exc}", errno=exc.errno) from exc
+        if not stat.S_ISREG(st.st_mode):
+            raise NotAStoreError(f"{self.url} is not an SQLite database: not a regular file")
+        if st.st_size == 0:
+            return "missing"
+        try:
+            with open(self.path, "rb") as f:
+                magic = f.read(len(_MAGIC))
+        except OSError as exc:
+            raise StoreIOError(f"open {self.url}: {exc.strerror or exc}", errno=exc.errno) from exc
+        if magic != _MAGIC:
+            raise NotAStoreError(
+                f"{self.url} is not an SQLite database",
+                hint="check the path in the store URL; turnlog leaves the file as it is",
+            )
+        # Read-only, and immutable unless a write-ahead log is already there:
+        # a read-only open of a WAL database would otherwise leave `-shm` and
+        # `-wal` files behind.
+        mode = "mode=ro" if os.path.exists(self.path + "-wal") else "immutable=1"
+        uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?{mode}"
+        try:
+            probe = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+            try:
+                names = {
+                    str(row[0])
+                    for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                }
+            finally:
+                probe.close()
+        except sqlite3.Error as exc:
+            raise _translate(exc, "open", self.url) from exc
+        if names >= _TABLES:
+            return "ours"
+        if not names:
+            return "missing"
+        shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+        raise NotAStoreError(
+            f"{self.url} is the SQLite database of another application, not a turnlog store "
+            f"(it holds {shown})"
+        )
+
+    def _ready(self, *, create: bool = False) -> bool:
+        """True once the database holds turnlog's schema. With `create`, a new
+        or empty database is given it; without, nothing is ever created, so a
+        read of a mistyped path finds no store rather than making one."""
+        if self._initialized:
+            return True
+        with self._init_mutex:
+            if self._initialized:
+                return True
+            if self._probe() != "ours":
+                if not create:
+                    return False
+                try:
+                    # Private by default: SQLite gives its `-wal` and `-shm`
+                    # files the database file's mode.
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+                except OSError as exc:
+                    raise StoreIOError(
+                        f"create {self.url}: {exc.strerror or exc}", errno=exc.errno
+                    ) from exc
+            connection = self._open()
+            try:
+                self._init_schema(connection)
+            finally:
+                connection.close()
+            self._initialized = True
+        return True
+
+    def _open(self) -> sqlite3.Connection:
         try:
             # Any thread may use it, one at a time: a writer is made on one
             # thread and used on another (asyncio's writer thread, a tool
@@ -236,30 +325,45 @@ class SQLiteStore(SQLStore):
             )
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            if not self._initialized:
-                self._init_schema(connection)
         except sqlite3.Error as exc:
             raise _translate(exc, "open", self.url) from exc
         return connection
 
+    def _connect(self) -> sqlite3.Connection:
+        if not self._ready():
+            raise StoreNotFoundError(
+                f"no turnlog store at {self.url}",
+                hint=f"check the path; `turnlog store init {self.url}` creates the store",
+            )
+        return self._open()
+
+    def init(self) -> None:
+        self._ready(create=True)
+
+    def present(self) -> bool:
+        return self._ready()
+
     def _init_schema(self, connection: sqlite3.Connection) -> None:
-        connection.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
-            if row[0] is None:
-                connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] > SCHEMA_VERSION:
-                raise UsageError(
-                    f"{self.url} has schema version {row[0]}; this turnlog knows {SCHEMA_VERSION}",
-                    hint="the database was made by a newer turnlog: upgrade turnlog",
-                )
-        except BaseException:
-            connection.rollback()
-            raise
-        connection.commit()
-        self._initialized = True
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
+                if row[0] is None:
+                    connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                elif row[0] > SCHEMA_VERSION:
+                    raise UsageError(
+                        f"{self.url} has schema version {row[0]}; this turnlog knows "
+                        f"{SCHEMA_VERSION}",
+                        hint="the database was made by a newer turnlog: upgrade turnlog",
+                    )
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+        except sqlite3.Error as exc:
+            raise _translate(exc, "open", self.url) from exc
 
     def _driver_errors(self) -> type[Exception]:
         return sqlite3.Error
@@ -280,20 +384,12 @@ class SQLiteStore(SQLStore):
 
     def _take_lock(self, session_id: str) -> int:
         fd = self._lock_file(session_id)
-        # An inspector's probe holds the lock shared for an instant: retry
-        # briefly before calling the session locked.
-        deadline = time.monotonic() + LOCK_RETRY_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    try:
-                        raise self._locked(fd, session_id) from None
-                    finally:
-                        os.close(fd)
-                time.sleep(0.005)
+        try:
+            retry_lock(lambda: try_flock(fd), lambda: self._locked(fd, session_id))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _locked(self, fd: int, session_id: str) -> SessionLockedError:
         """The refusal of a writer: this process's own (and where it was
@@ -315,14 +411,11 @@ class SQLiteStore(SQLStore):
         return writer
 
     def lock_holder(self, session_id: str) -> Holder | None:
+        if not self._ready():
+            return None
         fd = self._lock_file(session_id)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return Holder(pid=lock_pid(fd), detail=f"lock file in {self._locks_dir}")
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return None
+            return flock_holder(fd, detail=f"lock file in {self._locks_dir}")
         finally:
             os.close(fd)
 
@@ -332,6 +425,7 @@ class SQLiteStore(SQLStore):
         if header.seq != 0 or not isinstance(header.data, ev.Session):
             raise UsageError("a session is created from its 'session' header at seq 0")
         session_id = validate_session_id(header.data.session_id)
+        self._ready(create=True)
         site = holders.caller_site()
         lock_fd = self._take_lock(session_id)
         try:
@@ -442,9 +536,14 @@ class SQLiteStore(SQLStore):
         return decode_row(self.url, session_id, 0, rows[0][0]) if rows else None
 
     def sessions(self) -> list[str]:
+        if not self._ready():
+            return []
         return sorted(str(row[0]) for row in self._query("SELECT session_id FROM sessions"))
 
     def exists(self, session_id: str) -> bool:
+        validate_session_id(session_id)
+        if not self._ready():
+            return False
         rows = self._query(
             "SELECT 1 FROM sessions WHERE session_id = ?", (validate_session_id(session_id),)
         )
@@ -452,6 +551,8 @@ class SQLiteStore(SQLStore):
 
     def sweep_candidates(self) -> list[str]:
         """Sessions whose tail facts show an open turn: an index look-up."""
+        if not self._ready():
+            return []
         return sorted(
             str(row[0])
             for row in self._query(
