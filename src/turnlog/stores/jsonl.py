@@ -5,11 +5,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
-import fcntl
 import itertools
 import os
 import stat
-import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import BinaryIO, Final, NoReturn
 
@@ -33,7 +31,7 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import FORMAT_VERSION, MAX_LINE_BYTES, Event
-from turnlog.formats.sniff import foreign_hint
+from turnlog.sniff import foreign_hint
 from turnlog.stores import holders
 from turnlog.stores.base import (
     AGENTS_SUFFIX,
@@ -51,6 +49,7 @@ from turnlog.stores.jsonl_record import (
     encode_line,
     encode_line_into,
 )
+from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
 from turnlog.stores.sidecar import move_torn_tail
 from turnlog.tail import Tail, collect_tail
 
@@ -65,9 +64,6 @@ READ_BLOCK_BYTES: Final = 256 * 1024
 # The buffer behind the line-by-line reads of over-long lines and an
 # unterminated end (a block read bypasses it).
 _LINE_BUFFER_BYTES: Final = 64 * 1024
-# A reader's inspection briefly takes a shared lock; a writer opening at that
-# instant retries this long before it reports the session as locked.
-LOCK_RETRY_S: Final = 0.2
 # Longer directory paths are refused up front (Linux's PATH_MAX), so a
 # runaway path is a clear error, not a failure deep inside makedirs.
 MAX_PATH_BYTES: Final = 4096
@@ -530,30 +526,7 @@ def _revivals_before(fd: int, offset: int, path: str) -> int:
     return 0
 
 
-def lock_pid(fd: int) -> int | None:
-    """The pid holding a flock on the file, from /proc/locks (Linux), else None."""
-    try:
-        st = os.fstat(fd)
-        device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
-            for entry in locks:
-                fields = entry.split()
-                # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
-                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == device:
-                    return int(fields[4])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _holder(fd: int) -> Holder | None:
-    """The live writer of an open session file, or None; never blocks."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return Holder(pid=lock_pid(fd))
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    return None
+_holder = flock_holder
 
 
 def _translate(exc: OSError, action: str, path: str) -> TurnlogError:
@@ -1198,15 +1171,7 @@ class JSONLStore(Store):
     # -- writing -----------------------------------------------------------------
 
     def _lock(self, fd: int, session_id: str) -> None:
-        deadline = time.monotonic() + LOCK_RETRY_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise self._locked(fd, session_id) from None
-                time.sleep(0.005)
+        retry_lock(lambda: try_flock(fd), lambda: self._locked(fd, session_id))
 
     def _locked(self, fd: int, session_id: str) -> SessionLockedError:
         """The refusal of a writer: this process's own (and where it was

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-import time
+import urllib.parse
 from collections.abc import Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -26,8 +26,8 @@ from turnlog.stores.base import (
     tail_facts,
     validate_session_id,
 )
-from turnlog.stores.jsonl import LOCK_RETRY_S
 from turnlog.stores.jsonl_record import encode_line
+from turnlog.stores.locks import retry_lock
 from turnlog.stores.rows import decode_row, refuse_gap
 from turnlog.stores.sql import SQLStore
 
@@ -139,8 +139,36 @@ def _record(line: str) -> str:
     return line[: line.rindex(',"crc"')].rstrip("\n").replace("\\u0000", "\\u2400") + "}"
 
 
-def _redact(dsn: str) -> str:
-    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", dsn)
+# The connection parameters libpq takes that hold a secret.
+_SECRET_KEYS: Final = frozenset({"password", "sslpassword"})
+_SECRET_PAIR: Final = re.compile(
+    r"""(?P<key>\b(?:password|sslpassword))\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S*)""", re.IGNORECASE
+)
+
+
+def redact_dsn(dsn: str, *, schema: str = "public") -> str:
+    """The connection string as it may be shown: every secret libpq accepts
+    (a URL's `user:password@`, `?password=` and `?sslpassword=` in its query,
+    `password=` in the key=value form) replaced by `***`, and a schema other
+    than `public` added to the query. Nothing else ever prints a DSN."""
+    if "://" not in dsn:
+        shown = _SECRET_PAIR.sub(lambda m: f"{m.group('key')}=***", dsn)
+        return shown + ("" if schema == "public" else f" schema={schema}")
+    base, _, query = dsn.partition("?")
+    scheme, _, rest = base.partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, hostport = authority.rpartition("@")
+    if at and ":" in userinfo:
+        userinfo = userinfo.split(":", 1)[0] + ":***"
+    items = []
+    for item in filter(None, query.split("&")):
+        key, equals, _ = item.partition("=")
+        secret = urllib.parse.unquote(key).strip().lower() in _SECRET_KEYS
+        items.append(f"{key}=***" if equals and secret else item)
+    if schema != "public":
+        items.append(f"schema={schema}")
+    shown = f"{scheme}://{userinfo}{at}{hostport}{slash}{path}"
+    return shown + ("?" + "&".join(items) if items else "")
 
 
 class _PostgresWriter(StoreWriter):
@@ -265,7 +293,7 @@ class PostgresStore(SQLStore):
             raise UsageError(f"schema name {schema!r} is not allowed")
         self.dsn = dsn
         self.schema = schema
-        self.url = _redact(dsn) + ("" if schema == "public" else f"?schema={schema}")
+        self.url = redact_dsn(dsn, schema=schema)
         super().__init__()
         self._initialized = False
 
@@ -356,29 +384,30 @@ class PostgresStore(SQLStore):
         connection = self._connect()
         try:
             if not force:
-                # An inspector's probe holds the lock shared for an instant:
-                # retry briefly before calling the session locked.
-                deadline = time.monotonic() + LOCK_RETRY_S
-                while True:
+
+                def try_once() -> bool:
                     got = connection.execute(
                         f"SELECT pg_try_advisory_lock({self._LOCK_KEY})", (session_id,)
                     ).fetchone()
-                    if (got and got[0]) or time.monotonic() >= deadline:
-                        break
-                    time.sleep(0.005)
-                if not (got and got[0]):
-                    here, site = holders.held_here(self._held_key(session_id))
-                    if here:
-                        raise holders.held_here_error(session_id, self.url, site)
-                    holder = self.lock_holder(session_id)
-                    where = holder.describe() if holder is not None else "another worker"
-                    raise SessionLockedError(
-                        f"session {session_id!r} in {self.url} is being written by {where}"
-                    )
+                    return bool(got and got[0])
+
+                retry_lock(try_once, lambda: self._locked(session_id))
         except BaseException:
             connection.close()
             raise
         return connection
+
+    def _locked(self, session_id: str) -> SessionLockedError:
+        """The refusal of a writer: this process's own (and where it was
+        opened), or another worker's."""
+        here, site = holders.held_here(self._held_key(session_id))
+        if here:
+            return holders.held_here_error(session_id, self.url, site)
+        holder = self.lock_holder(session_id)
+        where = holder.describe() if holder is not None else "another worker"
+        return SessionLockedError(
+            f"session {session_id!r} in {self.url} is being written by {where}"
+        )
 
     def _held_key(self, session_id: str) -> Hashable:
         """The session's lock among this process's writers: the same server,
