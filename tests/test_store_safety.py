@@ -199,3 +199,48 @@ def test_every_file_a_store_creates_is_private(tmp_path: Path) -> None:
     for path in made:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o077 == 0, (path.name, oct(mode))
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_copy_onto_a_full_disk_leaves_nothing_that_passes_for_a_session(
+    tmp_path: Path, small_tmpfs: Path, kind: str
+) -> None:
+    source, _ = open_store(tmp_path / "source")
+    events = number(
+        [
+            *(event.data for event in CRASHED[1:]),
+            ev.ToolResult(call_id="a", content="paid " + "x" * 2000),
+            *(ev.UserMessage(content="y" * 3000) for _ in range(100)),
+        ]
+    )
+    with source.create(events[0]) as writer:
+        writer.append(events[1:], expected_seq=1, sync=True)
+    dest = str(small_tmpfs) if kind == "jsonl" else f"sqlite:///{small_tmpfs / 's.db'}"
+    if kind == "sqlite":
+        assert cli("store", "init", dest)[0] == 0
+    code, _, err = cli("copy", str(tmp_path / "source"), dest)
+    assert code == 3, err
+    assert "no space left" in err or "disk is full" in err, err
+    # Nothing there passes for a session: no listing, no interrupted session.
+    code, out, err = cli("ls", "--store", dest, "--json")
+    assert code == 0 and json.loads(out)["sessions"] == [], err
+    assert [p.name for p in small_tmpfs.iterdir() if "partial" in p.name] == []
+    # Room again: the retry succeeds and is the whole session.
+    for entry in small_tmpfs.iterdir():
+        if entry.suffix not in (".db", ".locks") and "s.db" not in entry.name:
+            entry.unlink()
+    subprocess.run(["mount", "-o", "remount,size=4m", str(small_tmpfs)], check=True)
+    code, out, err = cli("copy", str(tmp_path / "source"), dest, "--json")
+    assert code == 0, err
+    copied, _ = open_store(dest)
+    assert [event.seq for event in copied.read("s1")] == list(range(len(events)))
+    assert cli("inspect", "s1", "--store", dest, "--json")[0] == 0
+
+
+def test_a_copy_of_a_session_a_live_writer_holds_is_refused(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "source", "s1") as log:
+        log.user("hi")
+        code, _, err = cli("copy", str(tmp_path / "source"), str(tmp_path / "dest"))
+        assert code == 4 and "being written" in err, err
+    assert not (tmp_path / "dest" / "s1.jsonl").exists()
+    assert cli("copy", str(tmp_path / "source"), str(tmp_path / "dest"))[0] == 0

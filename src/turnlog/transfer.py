@@ -7,13 +7,12 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from turnlog.errors import SessionExistsError, SessionLockedError, TurnlogError, UsageError
+from turnlog.errors import SessionExistsError, SessionLockedError, TurnlogError
 from turnlog.events import Event, encode_event
-from turnlog.stores.base import Store, parent_session_id
+from turnlog.stores.base import WRITE_BATCH_EVENTS, Store, parent_session_id
 
-# Events go to the destination in batches this size: one write (or one
-# transaction) each, and memory bounded by a batch, not a session.
-COPY_BATCH_EVENTS = 1000
+# Events go to the destination in batches this size (see the stores).
+COPY_BATCH_EVENTS = WRITE_BATCH_EVENTS
 
 
 def _ignore(event: Event) -> None:
@@ -27,25 +26,10 @@ def write_events(dest: Store, events: Iterable[Event]) -> int:
 
     Nothing is checked or stamped here beyond what every store checks on
     append (contiguous seqs, the limits), so what went in is what comes out.
+    Atomic per session (`Store.write_session`): a write that fails half way
+    leaves no session behind, and the retry succeeds.
     """
-    stream = iter(events)
-    header = next(stream, None)
-    if header is None:
-        raise UsageError("no events to write: a session starts with its header")
-    count = 1
-    with dest.create(header) as writer:
-        batch: list[Event] = []
-        for event in stream:
-            batch.append(event)
-            if len(batch) == COPY_BATCH_EVENTS:
-                writer.append(batch, expected_seq=batch[0].seq, sync=False)
-                count += len(batch)
-                batch = []
-        if batch:
-            writer.append(batch, expected_seq=batch[0].seq, sync=False)
-            count += len(batch)
-        writer.sync()
-    return count
+    return dest.write_session(events)
 
 
 class Copied(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +41,14 @@ def copy_session(source: Store, session_id: str, dest: Store) -> Copied:
     """Copy one session into another store: the same events with the same seq,
     ts, origin and content. Refuses to overwrite, refuses a damaged source
     (the store's read raises), and reads the copy back to check it."""
+    holder = source.lock_holder(session_id)
+    if holder is not None:
+        # Its writer is appending: a copy now could end mid-turn and pass
+        # for a crashed session in the destination.
+        raise SessionLockedError(
+            f"session {session_id!r} in {source.url} is being written by {holder.describe()}",
+            hint="copy it once its writer has closed the session",
+        )
     if dest.exists(session_id):
         raise SessionExistsError(
             f"session {session_id!r} already exists in {dest.url}",

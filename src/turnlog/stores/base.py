@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Final
 
@@ -126,6 +126,43 @@ def seq_conflict(session_id: str, expected: int, actual: int) -> SeqConflictErro
     )
 
 
+# Events go to a store in batches this size when a whole session is written:
+# one write (or one statement) each, and memory bounded by a batch.
+WRITE_BATCH_EVENTS: Final = 1000
+
+
+def first_of_session(stream: Iterator[Event]) -> tuple[Event, str]:
+    """The header a whole-session write starts with, taken from `stream`, and
+    the session's id."""
+    header = next(stream, None)
+    if header is None:
+        raise UsageError("no events to write: a session starts with its header")
+    if header.seq != 0 or not isinstance(header.data, ev.Session):
+        raise UsageError("a session is created from its 'session' header at seq 0")
+    return header, validate_session_id(header.data.session_id)
+
+
+def batched(stream: Iterator[Event], size: int = WRITE_BATCH_EVENTS) -> Iterator[list[Event]]:
+    """`stream` in lists of at most `size` events."""
+    batch: list[Event] = []
+    for event in stream:
+        batch.append(event)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def check_contiguous(events: Sequence[Event], expected_seq: int) -> None:
+    """Refuse a batch whose seqs do not run on from `expected_seq` one by one."""
+    for offset, event in enumerate(events):
+        if event.seq != expected_seq + offset:
+            raise UsageError(
+                f"events must be contiguous: got seq {event.seq}, expected {expected_seq + offset}"
+            )
+
+
 # The payloads that move a tail fact; every other event leaves them as they are.
 TAIL_FACT_TYPES: Final = frozenset({ev.TurnStart, ev.TurnEnd, ev.RunRevived})
 
@@ -232,6 +269,24 @@ class Store(abc.ABC):
 
         The header is durable when this returns. Raises `SessionExistsError`.
         """
+
+    def write_session(self, events: Iterable[Event]) -> int:
+        """Write a whole session of prebuilt events (header first, seqs from 0)
+        as they are, and return the count. Atomic where the store can be: the
+        session appears whole or not at all, so a write that fails half way
+        (a full disk) leaves nothing that passes for a crashed session, and
+        the retry is not refused as "already exists". Raises
+        `SessionExistsError`. This default, for stores that hold nothing
+        across a crash (memory), creates and appends in batches."""
+        stream = iter(events)
+        header, _ = first_of_session(stream)
+        count = 1
+        with self.create(header) as writer:
+            for batch in batched(stream):
+                writer.append(batch, expected_seq=batch[0].seq, sync=False)
+                count += len(batch)
+            writer.sync()
+        return count
 
     @abc.abstractmethod
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:

@@ -7,6 +7,7 @@ import contextlib
 import errno
 import itertools
 import os
+import secrets
 import stat
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import BinaryIO, Final, NoReturn
@@ -39,6 +40,9 @@ from turnlog.stores.base import (
     Holder,
     Store,
     StoreWriter,
+    batched,
+    check_contiguous,
+    first_of_session,
     validate_session_id,
 )
 from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
@@ -527,6 +531,14 @@ def _revivals_before(fd: int, offset: int, path: str) -> int:
 
 
 _holder = flock_holder
+
+
+def _exists_at(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _translate(exc: OSError, action: str, path: str) -> TurnlogError:
@@ -1236,6 +1248,56 @@ class JSONLStore(Store):
                     raise _translate(exc, "create", path) from exc
                 raise
             return writer
+        finally:
+            os.close(dir_fd)
+
+    def write_session(self, events: Iterable[Event]) -> int:
+        """The whole session written to a private temporary file in its
+        directory, synced, then linked to its name (which refuses an existing
+        session) and the temporary name removed: the session appears whole or
+        not at all. A failed write (a full disk) removes the temporary file."""
+        stream = iter(events)
+        header, session_id = first_of_session(stream)
+        name = self.filename(session_id)
+        path = self.path(session_id)
+        # A leading dot and no `.jsonl` ending: never listed as a session.
+        partial = f".{name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+        dir_fd = self._dir_fd(session_id, create=True)
+        try:
+            if _exists_at(name, dir_fd):
+                raise SessionExistsError(f"session {session_id!r} already exists at {path}")
+            fd = self.io.open(
+                partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW, 0o600, dir_fd=dir_fd
+            )
+            count = 0
+            try:
+                for batch in batched(itertools.chain((header,), stream)):
+                    check_contiguous(batch, count)
+                    data = b"".join(map(encode_line, batch))
+                    while data:
+                        written = self.io.write(fd, data)
+                        if written <= 0:
+                            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                        data = data[written:]
+                    count += len(batch)
+                self.io.fsync(fd)
+            finally:
+                self.io.close(fd)
+            try:
+                os.link(partial, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            except FileExistsError:
+                raise SessionExistsError(
+                    f"session {session_id!r} already exists at {path}"
+                ) from None
+            os.unlink(partial, dir_fd=dir_fd)
+            self.io.fsync_dir(dir_fd)
+            return count
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(partial, dir_fd=dir_fd)
+            if isinstance(exc, OSError):
+                raise _translate(exc, "write", path) from exc
+            raise
         finally:
             os.close(dir_fd)
 

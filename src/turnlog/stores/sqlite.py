@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import stat
 import threading
 import urllib.parse
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Final
 
 from turnlog import events as ev
@@ -28,6 +29,9 @@ from turnlog.stores.base import (
     NotAStoreError,
     StoreNotFoundError,
     StoreWriter,
+    batched,
+    check_contiguous,
+    first_of_session,
     seq_conflict,
     tail_facts,
     validate_session_id,
@@ -460,6 +464,65 @@ class SQLiteStore(SQLStore):
         writer._next_seq = 1
         writer._synchronous = "FULL"
         return self._hold(writer, lock_fd, site)
+
+    def write_session(self, events: Iterable[Event]) -> int:
+        """The whole session in one transaction, under the session's lock: it
+        appears whole or not at all."""
+        stream = iter(events)
+        header, session_id = first_of_session(stream)
+        self._ready(create=True)
+        lock_fd = self._take_lock(session_id)
+        try:
+            connection = self._open()
+            try:
+                connection.execute("PRAGMA synchronous=FULL")
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    count = self._insert_session(connection, header, session_id, stream)
+                except BaseException:
+                    connection.rollback()
+                    raise
+                connection.commit()
+            except sqlite3.Error as exc:
+                raise _translate(exc, "write a session to", self.url) from exc
+            finally:
+                connection.close()
+        finally:
+            os.close(lock_fd)
+        return count
+
+    def _insert_session(
+        self,
+        connection: sqlite3.Connection,
+        header: Event,
+        session_id: str,
+        stream: Iterator[Event],
+    ) -> int:
+        try:
+            connection.execute(
+                "INSERT INTO sessions (session_id, next_seq) VALUES (?, 0)", (session_id,)
+            )
+        except sqlite3.IntegrityError:
+            raise SessionExistsError(
+                f"session {session_id!r} already exists in {self.url}"
+            ) from None
+        count = 0
+        open_turn: int | None = None
+        for batch in batched(itertools.chain((header,), stream)):
+            check_contiguous(batch, count)
+            change, _ = tail_facts(batch)
+            if change is not None:
+                open_turn = change[0]
+            connection.executemany(
+                _INSERT, [(session_id, event.seq, encode_line(event)) for event in batch]
+            )
+            count += len(batch)
+        if open_turn is not None:
+            connection.execute(
+                "UPDATE sessions SET open_turn_seq = ? WHERE session_id = ?",
+                (open_turn, session_id),
+            )
+        return count
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         if check not in ("full", "tail"):
