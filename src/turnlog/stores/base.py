@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Final
+from typing import Final, Self
 
 import msgspec
 
@@ -21,6 +21,7 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Event
+from turnlog.stores import holders
 from turnlog.tail import Tail, collect_tail
 
 # Portable on every filesystem and safe as a file name: no separators, no
@@ -131,15 +132,32 @@ def seq_conflict(session_id: str, expected: int, actual: int) -> SeqConflictErro
 WRITE_BATCH_EVENTS: Final = 1000
 
 
+# What a writer checks when it opens: every record, or the tail only.
+CHECK_MODES: Final = ("full", "tail")
+
+
+def validate_check(check: object) -> str:
+    """The `check=` a writer is opened with, refused unless it is one of `CHECK_MODES`."""
+    if check not in CHECK_MODES:
+        raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
+    return str(check)
+
+
+def validate_header(header: Event) -> str:
+    """The id of the session `header` creates; refuses anything but a
+    `session` header at seq 0."""
+    if header.seq != 0 or not isinstance(header.data, ev.Session):
+        raise UsageError("a session is created from its 'session' header at seq 0")
+    return validate_session_id(header.data.session_id)
+
+
 def first_of_session(stream: Iterator[Event]) -> tuple[Event, str]:
     """The header a whole-session write starts with, taken from `stream`, and
     the session's id."""
     header = next(stream, None)
     if header is None:
         raise UsageError("no events to write: a session starts with its header")
-    if header.seq != 0 or not isinstance(header.data, ev.Session):
-        raise UsageError("a session is created from its 'session' header at seq 0")
-    return header, validate_session_id(header.data.session_id)
+    return header, validate_header(header)
 
 
 def batched(stream: Iterator[Event], size: int = WRITE_BATCH_EVENTS) -> Iterator[list[Event]]:
@@ -163,17 +181,16 @@ def check_contiguous(events: Sequence[Event], expected_seq: int) -> None:
             )
 
 
-# The payloads that move a tail fact; every other event leaves them as they are.
-TAIL_FACT_TYPES: Final = frozenset({ev.TurnStart, ev.TurnEnd, ev.RunRevived})
+# The payloads that move the open turn; every other event leaves it as it is.
+TAIL_FACT_TYPES: Final = frozenset({ev.TurnStart, ev.TurnEnd})
 
 
-def tail_facts(events: Sequence[Event]) -> tuple[tuple[int | None] | None, int]:
-    """What appending these events does to a session's tail facts, for stores
-    that keep them beside the events: how the open turn moves (None if the
-    events hold no turn boundary, else the new open turn's start seq, None
-    once it ended) and how many revivals they add."""
+def open_turn_change(events: Sequence[Event]) -> tuple[int | None] | None:
+    """How appending these events moves a session's open turn, for stores
+    that keep it beside the events (an index of crashed sessions): None if
+    they hold no turn boundary, else a 1-tuple of the new open turn's start
+    seq, or of None once it ended."""
     change: tuple[int | None] | None = None
-    revivals = 0
     for event in events:
         data = event.data
         if type(data) not in TAIL_FACT_TYPES:
@@ -182,9 +199,7 @@ def tail_facts(events: Sequence[Event]) -> tuple[tuple[int | None] | None, int]:
             change = (event.seq,)
         elif isinstance(data, ev.TurnEnd):
             change = (None,)
-        elif isinstance(data, ev.RunRevived):
-            revivals += 1
-    return change, revivals
+    return change
 
 
 class Holder(msgspec.Struct, frozen=True, kw_only=True):
@@ -204,6 +219,28 @@ class Holder(msgspec.Struct, frozen=True, kw_only=True):
 
 class StoreWriter(abc.ABC):
     """Exclusive write access to one session; the lock lives as long as this does."""
+
+    # Set at construction: the tail the store read under the writer's lock,
+    # and the lock's key among this process's writers once `hold` recorded it.
+    _tail: Tail | None = None
+    _held: Hashable | None = None
+
+    def __init__(self, *, tail: Tail | None = None) -> None:
+        self._tail = tail
+        self._held = None
+
+    def hold(self, key: Hashable, site: str | None) -> Self:
+        """Record this writer as this process's holder of the session's lock
+        (and the line that opened it), so a second handle is told where the
+        first was opened; `release_hold` undoes it when the writer closes."""
+        self._held = key
+        holders.hold(key, self, site)
+        return self
+
+    def release_hold(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            holders.release(held, self)
 
     @abc.abstractmethod
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
@@ -230,9 +267,6 @@ class StoreWriter(abc.ABC):
     def torn_tail(self) -> TornTail | None:
         """The torn tail quarantined when this writer opened, if any."""
         return None
-
-    # Set by a store that read the tail under the writer's lock.
-    _tail: Tail | None = None
 
     @property
     def tail(self) -> Tail | None:

@@ -9,7 +9,7 @@ import itertools
 import os
 import secrets
 import stat
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO, Final, NoReturn
 
 import msgspec
@@ -43,6 +43,8 @@ from turnlog.stores.base import (
     batched,
     check_contiguous,
     first_of_session,
+    validate_check,
+    validate_header,
     validate_session_id,
 )
 from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
@@ -596,7 +598,7 @@ class _JSONLWriter(StoreWriter):
 
     def __init__(
         self,
-        store: JSONLStore,
+        io: FileIO,
         fd: int,
         path: str,
         *,
@@ -605,23 +607,22 @@ class _JSONLWriter(StoreWriter):
         tail: Tail | None = None,
         torn: TornTail | None = None,
     ) -> None:
-        self._store = store
-        self._io = store.io
+        super().__init__(tail=tail)
+        # The writer's I/O is the descriptor and the file-system layer, not
+        # the store.
+        self._io = io
         # Plain `os.write` unless a test put a recording or faulty layer in:
         # one Python frame less per append.
-        self._write = os.write if type(store.io) is FileIO else store.io.write
+        self._write = os.write if type(io) is FileIO else io.write
         # Reused for every single append, so encoding allocates nothing new.
         self._line = bytearray()
         self._fd: int | None = fd
         self._path = path
         self._size = size_bytes
         self._next_seq = next_seq
-        self._tail = tail
         self._torn = torn
         self._dirty = False
         self._poisoned: BaseException | None = None
-        # The lock this writer holds, in the registry of this process's writers.
-        self._held: Hashable | None = None
 
     @property
     def next_seq(self) -> int:
@@ -662,15 +663,8 @@ class _JSONLWriter(StoreWriter):
             fd = self._require_fd()
         if expected_seq != self._next_seq:
             raise self._conflict(expected_seq)
-        lines = []
-        for offset, event in enumerate(events):
-            if event.seq != expected_seq + offset:
-                raise UsageError(
-                    f"events must be contiguous: got seq {event.seq}, "
-                    f"expected {expected_seq + offset}"
-                )
-            lines.append(encode_line(event))
-        self._write_bytes(fd, b"".join(lines), len(events), sync)
+        check_contiguous(events, expected_seq)
+        self._write_bytes(fd, b"".join(map(encode_line, events)), len(events), sync)
 
     def _write_bytes(self, fd: int, data: bytes | bytearray, count: int, sync: bool) -> None:
         """One write of whole lines, then the bookkeeping, exception-safe."""
@@ -747,8 +741,7 @@ class _JSONLWriter(StoreWriter):
                 finally:
                     self._fd = None
         finally:
-            if self._held is not None:
-                holders.release(self._held, self)
+            self.release_hold()
             # Closing the descriptor releases the flock.
             self._io.close(fd)
 
@@ -1198,18 +1191,14 @@ class JSONLStore(Store):
     @staticmethod
     def _hold(writer: _JSONLWriter, fd: int, site: str | None) -> _JSONLWriter:
         """Record the writer as this process's holder of the session's lock."""
-        writer._held = holders.file_key(fd)
-        holders.hold(writer._held, writer, site)
-        return writer
+        return writer.hold(holders.file_key(fd), site)
 
     def create(self, header: Event) -> StoreWriter:
         """Create the session file: write the header, sync the file, then its
         directory. An unfinished file of the same id that no one holds (empty,
         or a header cut short by a crash during creation) is created again,
         its bytes kept in a sidecar first."""
-        if header.seq != 0 or not isinstance(header.data, ev.Session):
-            raise UsageError("a session is created from its 'session' header at seq 0")
-        session_id = validate_session_id(header.data.session_id)
+        session_id = validate_header(header)
         site = holders.caller_site()
         dir_fd = self._dir_fd(session_id, create=True)
         path = self.path(session_id)
@@ -1231,7 +1220,7 @@ class JSONLStore(Store):
                 return self._create_again(header, session_id, dir_fd, site)
             except OSError as exc:
                 raise _translate(exc, "create", path) from exc
-            writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0)
+            writer = _JSONLWriter(self.io, fd, path, size_bytes=0, next_seq=0)
             try:
                 self._lock(fd, session_id)
                 writer.append([header], expected_seq=0, sync=True)
@@ -1314,15 +1303,14 @@ class JSONLStore(Store):
             torn = None
             if end:
                 torn = self._quarantine(fd, session_id, TornTail(offset=0, size_bytes=end))
-            writer = _JSONLWriter(self, fd, path, size_bytes=0, next_seq=0, torn=torn)
+            writer = _JSONLWriter(self.io, fd, path, size_bytes=0, next_seq=0, torn=torn)
             writer.append([header], expected_seq=0, sync=True)
             self.io.fsync_dir(dir_fd)
             return self._hold(writer, fd, site)
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         path = self.path(session_id)
-        if check not in ("full", "tail"):
-            raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
+        validate_check(check)
         site = None if force else holders.caller_site()
         fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
         with _closed_on_error(fd, "open", path):
@@ -1351,7 +1339,7 @@ class JSONLStore(Store):
                 torn = self._quarantine(fd, session_id, torn)
                 valid_size = torn.offset
             writer = _JSONLWriter(
-                self,
+                self.io,
                 fd,
                 path,
                 size_bytes=valid_size,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import re
 import urllib.parse
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from turnlog import events as ev
 from turnlog.errors import (
     LogPoisonedError,
     SessionExistsError,
@@ -22,14 +23,20 @@ from turnlog.stores import holders
 from turnlog.stores.base import (
     Holder,
     StoreWriter,
+    batched,
+    check_contiguous,
+    first_of_session,
+    open_turn_change,
     seq_conflict,
-    tail_facts,
+    validate_check,
+    validate_header,
     validate_session_id,
 )
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.locks import retry_lock
 from turnlog.stores.rows import decode_row, refuse_gap
 from turnlog.stores.sql import SQLStore
+from turnlog.tail import Tail
 
 if TYPE_CHECKING:
     import psycopg
@@ -102,15 +109,13 @@ def _translate(exc: Exception, action: str, where: str) -> TurnlogError:
 # An append that holds a turn boundary or a revival moves the session's tail
 # facts and inserts its events in one statement; the events' primary key
 # refuses a seq already taken, and the whole statement with it. The sessions
-# row's `next_seq` and `last_ts` are as of the last boundary: the events are
-# the truth for the next seq.
+# row's `next_seq`, `revivals` and `last_ts` were kept by earlier versions and
+# never read: they stay in the schema (version 1, shared by databases of every
+# version) and are no longer written; the events are the truth for the next seq.
 _MOVE: Final = """
 WITH moved AS (
     UPDATE turnlog_sessions
-    SET next_seq = %s,
-        open_turn_seq = CASE WHEN %s THEN %s ELSE open_turn_seq END,
-        revivals = revivals + %s,
-        last_ts = %s
+    SET open_turn_seq = CASE WHEN %s THEN %s ELSE open_turn_seq END
     WHERE tenant = current_user AND session_id = %s
     RETURNING session_id
 )"""
@@ -176,16 +181,25 @@ class _PostgresWriter(StoreWriter):
     advisory lock for as long as it lives (the lock dies with it)."""
 
     def __init__(
-        self, store: PostgresStore, session_id: str, connection: psycopg.Connection[Any]
+        self,
+        connection: psycopg.Connection[Any],
+        *,
+        url: str,
+        session_id: str,
+        next_seq: int,
+        stored_next_seq: Callable[[], int],
+        tail: Tail | None = None,
     ) -> None:
-        self._store = store
+        super().__init__(tail=tail)
+        self._url = url
         self._session_id = session_id
         self._connection: psycopg.Connection[Any] | None = connection
-        self._next_seq = 0
+        self._next_seq = next_seq
+        # How to read the stored next seq when another writer (one forced past
+        # the lock) took a seq first.
+        self._stored_next_seq = stored_next_seq
         self._poisoned: BaseException | None = None
         self._synchronous_commit = "on"
-        # The lock this writer holds, in the registry of this process's writers.
-        self._held: Hashable | None = None
 
     @property
     def next_seq(self) -> int:
@@ -197,12 +211,7 @@ class _PostgresWriter(StoreWriter):
             raise UsageError("append on a closed writer")
         if self._poisoned is not None:
             raise LogPoisonedError(f"an earlier write failed ({self._poisoned})")
-        for offset, event in enumerate(events):
-            if event.seq != expected_seq + offset:
-                raise UsageError(
-                    f"events must be contiguous: got seq {event.seq}, "
-                    f"expected {expected_seq + offset}"
-                )
+        check_contiguous(events, expected_seq)
         if expected_seq != self._next_seq:
             raise seq_conflict(self._session_id, expected_seq, self._next_seq)
         seqs, lines, records = [], [], []
@@ -213,7 +222,7 @@ class _PostgresWriter(StoreWriter):
             records.append(_record(line))
         # The open turn after these events: None when they hold no boundary
         # (the stored one stays), else (the new start seq or NULL,).
-        turn_change, revivals = tail_facts(events)
+        turn_change = open_turn_change(events)
         mode = "on" if sync else "off"
         try:
             if mode != self._synchronous_commit:
@@ -221,35 +230,28 @@ class _PostgresWriter(StoreWriter):
                 # by the next synchronous commit.
                 connection.execute(f"SET synchronous_commit = {mode}")
                 self._synchronous_commit = mode
-            if len(events) == 1 and turn_change is None and not revivals:
+            if len(events) == 1 and turn_change is None:
                 connection.execute(_INSERT_ONE, (self._session_id, seqs[0], lines[0], records[0]))
             else:
                 # One statement, so one round trip and one implicit
                 # transaction: the tail facts and the events move together.
                 moved = (
-                    expected_seq + len(events),
                     turn_change is not None,
                     turn_change[0] if turn_change is not None else None,
-                    revivals,
-                    events[-1].ts if events else None,
                     self._session_id,
                 )
                 row = connection.execute(_APPEND, (*moved, seqs, lines, records)).fetchone()
                 if row is None or int(row[0]) != len(events):
-                    raise seq_conflict(
-                        self._session_id, expected_seq, self._store._next_seq(self._session_id)
-                    )
+                    raise seq_conflict(self._session_id, expected_seq, self._stored_next_seq())
         except TurnlogError:
             raise
         # The driver's classes are looked up only when a statement failed.
         except _driver().errors.UniqueViolation:
             # The seq is taken: another writer (one forced past the lock)
             # appended meanwhile. The statement changed nothing.
-            raise seq_conflict(
-                self._session_id, expected_seq, self._store._next_seq(self._session_id)
-            ) from None
+            raise seq_conflict(self._session_id, expected_seq, self._stored_next_seq()) from None
         except _driver().Error as exc:
-            raise _translate(exc, "append to", self._store.url) from exc
+            raise _translate(exc, "append to", self._url) from exc
         self._next_seq = expected_seq + len(events)
 
     def sync(self) -> None:
@@ -262,14 +264,13 @@ class _PostgresWriter(StoreWriter):
                 self._connection.execute("SET LOCAL synchronous_commit = on")
                 self._connection.execute("SELECT txid_current()")
         except _driver().Error as exc:
-            raise _translate(exc, "sync", self._store.url) from exc
+            raise _translate(exc, "sync", self._url) from exc
 
     def close(self) -> None:
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        if self._held is not None:
-            holders.release(self._held, self)
+        self.release_hold()
         try:
             # Released here, not when the server notices the connection is
             # gone (a backend exits asynchronously after the client closes).
@@ -414,12 +415,6 @@ class PostgresStore(SQLStore):
         role and schema (as the connection string names them) and session."""
         return ("postgresql", self.dsn, self.schema, session_id)
 
-    def _hold(self, writer: _PostgresWriter, site: str | None) -> _PostgresWriter:
-        """Record the writer as this process's holder of the session's lock."""
-        writer._held = self._held_key(writer._session_id)
-        holders.hold(writer._held, writer, site)
-        return writer
-
     def lock_holder(self, session_id: str) -> Holder | None:
         validate_session_id(session_id)
         with self._reading() as connection:
@@ -448,20 +443,37 @@ class PostgresStore(SQLStore):
 
     # -- writing -------------------------------------------------------------------
 
+    def _writer(
+        self,
+        connection: psycopg.Connection[Any],
+        session_id: str,
+        *,
+        next_seq: int,
+        tail: Tail | None = None,
+    ) -> _PostgresWriter:
+        return _PostgresWriter(
+            connection,
+            url=self.url,
+            session_id=session_id,
+            next_seq=next_seq,
+            stored_next_seq=lambda: self._next_seq(session_id),
+            tail=tail,
+        )
+
     def create(self, header: Event) -> StoreWriter:
-        if header.seq != 0 or not isinstance(header.data, ev.Session):
-            raise UsageError("a session is created from its 'session' header at seq 0")
-        session_id = validate_session_id(header.data.session_id)
+        session_id = validate_header(header)
         site = holders.caller_site()
         connection = self._take_lock(session_id, force=False)
-        writer = _PostgresWriter(self, session_id, connection)
+        writer = self._writer(connection, session_id, next_seq=1)
         line = encode_line(header).decode()
         try:
             with connection.transaction():
+                # `next_seq` (NOT NULL in databases of every version) is no
+                # longer kept: the events are the truth for it.
                 inserted = connection.execute(
-                    "INSERT INTO turnlog_sessions (session_id, next_seq, last_ts) "
-                    "VALUES (%s, 1, %s) ON CONFLICT DO NOTHING RETURNING 1",
-                    (session_id, header.ts),
+                    "INSERT INTO turnlog_sessions (session_id, next_seq) "
+                    "VALUES (%s, 0) ON CONFLICT DO NOTHING RETURNING 1",
+                    (session_id,),
                 ).fetchone()
                 if inserted is None:
                     raise SessionExistsError(f"session {session_id!r} already exists in {self.url}")
@@ -475,28 +487,71 @@ class PostgresStore(SQLStore):
             if isinstance(exc, _driver().Error):
                 raise _translate(exc, "create a session in", self.url) from exc
             raise
-        writer._next_seq = 1
-        return self._hold(writer, site)
+        return writer.hold(self._held_key(session_id), site)
+
+    def write_session(self, events: Iterable[Event]) -> int:
+        """The whole session in one transaction, under the session's advisory
+        lock: it appears whole or not at all."""
+        stream = iter(events)
+        header, session_id = first_of_session(stream)
+        connection = self._take_lock(session_id, force=False)
+        count = 0
+        open_turn: int | None = None
+        try:
+            with connection.transaction():
+                inserted = connection.execute(
+                    "INSERT INTO turnlog_sessions (session_id, next_seq) VALUES (%s, 0) "
+                    "ON CONFLICT DO NOTHING RETURNING 1",
+                    (session_id,),
+                ).fetchone()
+                if inserted is None:
+                    raise SessionExistsError(f"session {session_id!r} already exists in {self.url}")
+                with connection.cursor() as cursor:
+                    for batch in batched(itertools.chain((header,), stream)):
+                        check_contiguous(batch, count)
+                        change = open_turn_change(batch)
+                        if change is not None:
+                            open_turn = change[0]
+                        rows = []
+                        for event in batch:
+                            line = encode_line(event).decode()
+                            rows.append((session_id, event.seq, line, _record(line)))
+                        cursor.executemany(_INSERT_ONE, rows)
+                        count += len(batch)
+                if open_turn is not None:
+                    connection.execute(
+                        "UPDATE turnlog_sessions SET open_turn_seq = %s "
+                        "WHERE tenant = current_user AND session_id = %s",
+                        (open_turn, session_id),
+                    )
+        except _driver().Error as exc:
+            raise _translate(exc, "write a session to", self.url) from exc
+        finally:
+            with contextlib.suppress(_driver().Error):
+                connection.execute("SELECT pg_advisory_unlock_all()")
+            connection.close()
+        return count
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
-        if check not in ("full", "tail"):
-            raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
+        validate_check(check)
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
         site = None if force else holders.caller_site()
         connection = self._take_lock(session_id, force=force)
-        writer = _PostgresWriter(self, session_id, connection)
         try:
+            # The same checks a JSONL writer makes, on the records it reads.
+            tail = None
             if check == "full":
                 self.read(session_id)
             else:
-                writer._tail = self.read_tail(session_id)
-            writer._next_seq = self._next_seq(session_id)
+                tail = self.read_tail(session_id)
+            next_seq = self._next_seq(session_id)
         except BaseException:
-            writer.close()
+            connection.close()
             raise
+        writer = self._writer(connection, session_id, next_seq=next_seq, tail=tail)
         # A forced writer holds no lock: nothing to record.
-        return writer if force else self._hold(writer, site)
+        return writer if force else writer.hold(self._held_key(session_id), site)
 
     def _next_seq(self, session_id: str) -> int:
         """The seq the next append takes: the events are the truth (the

@@ -8,10 +8,9 @@ import sqlite3
 import stat
 import threading
 import urllib.parse
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final
 
-from turnlog import events as ev
 from turnlog.errors import (
     LogPoisonedError,
     SessionExistsError,
@@ -32,14 +31,17 @@ from turnlog.stores.base import (
     batched,
     check_contiguous,
     first_of_session,
+    open_turn_change,
     seq_conflict,
-    tail_facts,
+    validate_check,
+    validate_header,
     validate_session_id,
 )
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
 from turnlog.stores.rows import decode_row, refuse_gap
 from turnlog.stores.sql import SQLStore
+from turnlog.tail import Tail
 
 SCHEMA_VERSION: Final = 1
 # How long a writer waits for another connection's write transaction.
@@ -47,10 +49,12 @@ BUSY_TIMEOUT_MS: Final = 10_000
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    # The tail facts, kept in the same transaction as the events that change
-    # them, so "the open turn of X" and "every session with an open turn" are
-    # look-ups. `next_seq` and `last_ts` are as of the last turn boundary: the
-    # events table is the truth for the next seq.
+    # The open turn, kept in the same transaction as the events that move it,
+    # so "every session with an open turn" is an index look-up. `next_seq`,
+    # `revivals` and `last_ts` were kept by earlier versions and never read:
+    # they stay, so databases of every version share one schema (version 1)
+    # and stay readable both ways, and are no longer written (a new session's
+    # `next_seq` is 0; the events are the truth for it).
     """CREATE TABLE IF NOT EXISTS sessions (
         session_id TEXT PRIMARY KEY,
         next_seq INTEGER NOT NULL,
@@ -94,18 +98,33 @@ def _translate(exc: sqlite3.Error, action: str, where: str) -> TurnlogError:
 
 
 class _SQLiteWriter(StoreWriter):
-    """One session's writer: its own connection and the session's lock file."""
+    """One session's writer: its own connection and the session's lock file.
 
-    def __init__(self, store: SQLiteStore, session_id: str, lock_fd: int, next_seq: int) -> None:
-        self._store = store
+    It is given what it writes through, not the store: the connection, the
+    URL its errors name, and how to read the stored next seq when another
+    writer (one forced past the lock) took a seq first."""
+
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        *,
+        url: str,
+        session_id: str,
+        lock_fd: int,
+        next_seq: int,
+        stored_next_seq: Callable[[], int],
+        synchronous: str | None = None,
+        tail: Tail | None = None,
+    ) -> None:
+        super().__init__(tail=tail)
+        self._connection = connection
+        self._url = url
         self._session_id = session_id
         self._lock_fd: int | None = lock_fd
         self._next_seq = next_seq
-        self._connection = store._connect()
-        self._synchronous: str | None = None
+        self._stored_next_seq = stored_next_seq
+        self._synchronous = synchronous
         self._poisoned: BaseException | None = None
-        # The lock this writer holds, in the registry of this process's writers.
-        self._held: Hashable | None = None
 
     @property
     def next_seq(self) -> int:
@@ -128,7 +147,7 @@ class _SQLiteWriter(StoreWriter):
         try:
             self._insert_alone((self._session_id, event.seq, encode_line(event)))
         except sqlite3.Error as exc:
-            raise _translate(exc, "append to", self._store.url) from exc
+            raise _translate(exc, "append to", self._url) from exc
 
     def _insert_alone(self, row: tuple[str, int, bytes]) -> None:
         """One event that moves no tail fact: one INSERT, atomic on its own
@@ -137,8 +156,7 @@ class _SQLiteWriter(StoreWriter):
         try:
             self._connection.execute(_INSERT, row)
         except sqlite3.IntegrityError:
-            actual = self._store._next_seq(self._session_id)
-            raise seq_conflict(self._session_id, row[1], actual) from None
+            raise seq_conflict(self._session_id, row[1], self._stored_next_seq()) from None
         self._next_seq = row[1] + 1
 
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
@@ -146,12 +164,7 @@ class _SQLiteWriter(StoreWriter):
             raise UsageError("append on a closed writer")
         if self._poisoned is not None:
             raise LogPoisonedError(f"an earlier write failed ({self._poisoned})")
-        for offset, event in enumerate(events):
-            if event.seq != expected_seq + offset:
-                raise UsageError(
-                    f"events must be contiguous: got seq {event.seq}, "
-                    f"expected {expected_seq + offset}"
-                )
+        check_contiguous(events, expected_seq)
         rows = [(self._session_id, event.seq, encode_line(event)) for event in events]
         mode = "FULL" if sync else "NORMAL"
         connection = self._connection
@@ -161,27 +174,18 @@ class _SQLiteWriter(StoreWriter):
                 self._synchronous = mode
             if expected_seq != self._next_seq:
                 raise seq_conflict(self._session_id, expected_seq, self._next_seq)
-            change, revivals = tail_facts(events)
-            if len(rows) == 1 and change is None and not revivals:
+            change = open_turn_change(events)
+            if len(rows) == 1 and change is None:
                 self._insert_alone(rows[0])
                 return
             connection.execute("BEGIN IMMEDIATE")
             try:
-                if change is not None or revivals:
-                    # The tail facts move only at a turn boundary or a revival:
-                    # most appends are one INSERT, the page a bare insert writes.
+                if change is not None:
+                    # The open turn moves only at a turn boundary: most
+                    # appends are one INSERT, the page a bare insert writes.
                     connection.execute(
-                        "UPDATE sessions SET next_seq = ?, "
-                        "open_turn_seq = CASE WHEN ? THEN ? ELSE open_turn_seq END, "
-                        "revivals = revivals + ?, last_ts = ? WHERE session_id = ?",
-                        (
-                            expected_seq + len(events),
-                            change is not None,
-                            change[0] if change is not None else None,
-                            revivals,
-                            events[-1].ts if events else None,
-                            self._session_id,
-                        ),
+                        "UPDATE sessions SET open_turn_seq = ? WHERE session_id = ?",
+                        (change[0], self._session_id),
                     )
                 if len(rows) == 1:
                     connection.execute(_INSERT, rows[0])
@@ -192,14 +196,14 @@ class _SQLiteWriter(StoreWriter):
                 # appended meanwhile.
                 connection.rollback()
                 raise seq_conflict(
-                    self._session_id, expected_seq, self._store._next_seq(self._session_id)
+                    self._session_id, expected_seq, self._stored_next_seq()
                 ) from None
             except BaseException:
                 connection.rollback()
                 raise
             connection.commit()
         except sqlite3.Error as exc:
-            raise _translate(exc, "append to", self._store.url) from exc
+            raise _translate(exc, "append to", self._url) from exc
         self._next_seq = expected_seq + len(events)
 
     def sync(self) -> None:
@@ -215,8 +219,7 @@ class _SQLiteWriter(StoreWriter):
         try:
             self._connection.close()
         finally:
-            if self._held is not None:
-                holders.release(self._held, self)
+            self.release_hold()
             os.close(fd)  # releases the session's lock
 
 
@@ -407,13 +410,6 @@ class SQLiteStore(SQLStore):
             f"session {session_id!r} in {self.url} is being written by {holder}", pid=pid
         )
 
-    @staticmethod
-    def _hold(writer: _SQLiteWriter, fd: int, site: str | None) -> _SQLiteWriter:
-        """Record the writer as this process's holder of the session's lock."""
-        writer._held = holders.file_key(fd)
-        holders.hold(writer._held, writer, site)
-        return writer
-
     def lock_holder(self, session_id: str) -> Holder | None:
         if not self._ready():
             return None
@@ -426,22 +422,20 @@ class SQLiteStore(SQLStore):
     # -- writing -------------------------------------------------------------------
 
     def create(self, header: Event) -> StoreWriter:
-        if header.seq != 0 or not isinstance(header.data, ev.Session):
-            raise UsageError("a session is created from its 'session' header at seq 0")
-        session_id = validate_session_id(header.data.session_id)
+        session_id = validate_header(header)
         self._ready(create=True)
         site = holders.caller_site()
         lock_fd = self._take_lock(session_id)
         try:
-            writer = _SQLiteWriter(self, session_id, lock_fd, 0)
-            connection = writer._connection
+            connection = self._connect()
             try:
                 connection.execute("PRAGMA synchronous=FULL")
                 connection.execute("BEGIN IMMEDIATE")
                 try:
+                    # `next_seq` (NOT NULL in databases of every version) is
+                    # no longer kept: the events are the truth for it.
                     connection.execute(
-                        "INSERT INTO sessions (session_id, next_seq, last_ts) VALUES (?, 1, ?)",
-                        (session_id, header.ts),
+                        "INSERT INTO sessions (session_id, next_seq) VALUES (?, 0)", (session_id,)
                     )
                     connection.execute(
                         "INSERT INTO events (session_id, seq, line) VALUES (?, 0, ?)",
@@ -456,14 +450,37 @@ class SQLiteStore(SQLStore):
                     connection.rollback()
                     raise
                 connection.commit()
-            except sqlite3.Error as exc:
-                raise _translate(exc, "create a session in", self.url) from exc
+            except BaseException as exc:
+                connection.close()
+                if isinstance(exc, sqlite3.Error):
+                    raise _translate(exc, "create a session in", self.url) from exc
+                raise
         except BaseException:
             os.close(lock_fd)
             raise
-        writer._next_seq = 1
-        writer._synchronous = "FULL"
-        return self._hold(writer, lock_fd, site)
+        writer = self._writer(connection, session_id, lock_fd, next_seq=1, synchronous="FULL")
+        return writer.hold(holders.file_key(lock_fd), site)
+
+    def _writer(
+        self,
+        connection: sqlite3.Connection,
+        session_id: str,
+        lock_fd: int,
+        *,
+        next_seq: int,
+        synchronous: str | None = None,
+        tail: Tail | None = None,
+    ) -> _SQLiteWriter:
+        return _SQLiteWriter(
+            connection,
+            url=self.url,
+            session_id=session_id,
+            lock_fd=lock_fd,
+            next_seq=next_seq,
+            stored_next_seq=lambda: self._next_seq(session_id),
+            synchronous=synchronous,
+            tail=tail,
+        )
 
     def write_session(self, events: Iterable[Event]) -> int:
         """The whole session in one transaction, under the session's lock: it
@@ -510,7 +527,7 @@ class SQLiteStore(SQLStore):
         open_turn: int | None = None
         for batch in batched(itertools.chain((header,), stream)):
             check_contiguous(batch, count)
-            change, _ = tail_facts(batch)
+            change = open_turn_change(batch)
             if change is not None:
                 open_turn = change[0]
             connection.executemany(
@@ -525,8 +542,7 @@ class SQLiteStore(SQLStore):
         return count
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
-        if check not in ("full", "tail"):
-            raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
+        validate_check(check)
         validate_session_id(session_id)
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
@@ -540,10 +556,12 @@ class SQLiteStore(SQLStore):
                 self.read(session_id)
             else:
                 tail = self.read_tail(session_id)
-            writer = _SQLiteWriter(self, session_id, lock_fd, self._next_seq(session_id))
-            writer._tail = tail
+            next_seq = self._next_seq(session_id)
+            writer = self._writer(
+                self._connect(), session_id, lock_fd, next_seq=next_seq, tail=tail
+            )
             # A forced writer holds no lock: nothing to record.
-            return writer if force else self._hold(writer, lock_fd, site)
+            return writer if force else writer.hold(holders.file_key(lock_fd), site)
         except BaseException:
             os.close(lock_fd)
             raise
