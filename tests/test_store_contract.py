@@ -12,6 +12,8 @@ from turnlog.testing import StoreContract
 
 
 class TestMemoryStore(StoreContract):
+    process_safe = False
+
     def make_store(self, tmp_path: Path) -> Store:
         return make_store("memory", tmp_path)
 
