@@ -17,6 +17,7 @@ from turnlog.errors import (
 from turnlog.events import MAX_LINE_BYTES, Event
 from turnlog.stores.jsonl.head import line_number_at, read_head
 from turnlog.stores.jsonl_record import (
+    classify_line,
     decode_line,
 )
 from turnlog.stores.locks import flock_holder
@@ -180,24 +181,20 @@ def read_tail(fd: int, path: str, *, live_writer_possible: bool) -> Tail:
     def events() -> Iterator[Event]:
         nonlocal torn_start, valid_end, in_flight, oldest_offset
         expected: int | None = None
+        # Damage met below a sound record: corruption, placed (as the forward
+        # reader places it) at the oldest line of the damaged run, so the
+        # walk goes on to the run's start before refusing.
+        damaged: tuple[FormatError, int] | None = None
         for offset, raw in lines_newest_first(fd, end, counter):
             terminated = raw.endswith(b"\n")
-            line = raw[:-1] if terminated else raw
-            if terminated and not line.strip(b" \t\r"):
-                continue
             try:
-                if len(raw) > MAX_LINE_BYTES:
-                    raise FormatError(f"line over the {MAX_LINE_BYTES}-byte limit")
-                if not terminated:
-                    raise FormatError("unterminated record (no newline)")
-                event, _ = decode_line(line, checksummed=head.checksummed)
-                if expected is not None and event.seq != expected:
-                    raise CorruptLogError(f"seq {event.seq} where {expected} was expected")
+                record = classify_line(raw, checksummed=head.checksummed)
             except UnreadableRecordError as exc:
                 refuse(exc, offset, UnreadableRecordError)
             except FormatError as exc:
                 if expected is not None:
-                    refuse(exc, offset, CorruptLogError)
+                    damaged = (exc, offset)
+                    continue
                 if (
                     not terminated
                     and offset + len(raw) == end
@@ -210,6 +207,14 @@ def read_tail(fd: int, path: str, *, live_writer_possible: bool) -> Tail:
                 problems.append(Problem(message=exc.detail, offset=offset))
                 torn_start = offset
                 continue
+            if record is None:
+                continue
+            if damaged is not None:
+                refuse(damaged[0], damaged[1], CorruptLogError)
+            event, _ = record
+            if expected is not None and event.seq != expected:
+                gap = CorruptLogError(f"seq {event.seq} where {expected} was expected")
+                refuse(gap, offset, CorruptLogError)
             if expected is None:
                 valid_end = offset + len(raw)
             expected = event.seq - 1
@@ -217,6 +222,8 @@ def read_tail(fd: int, path: str, *, live_writer_possible: bool) -> Tail:
             yield event
             if event.seq == 0:
                 return
+        if damaged is not None:  # pragma: no cover - the header is always sound here
+            refuse(damaged[0], damaged[1], CorruptLogError)
 
     def revivals_older(kept: int) -> int:
         counter[0] += oldest_offset

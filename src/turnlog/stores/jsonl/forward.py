@@ -15,7 +15,7 @@ from turnlog.errors import (
 )
 from turnlog.events import MAX_LINE_BYTES, Event
 from turnlog.stores.jsonl_record import (
-    decode_line,
+    classify_line,
     decode_sound_line,
 )
 
@@ -95,22 +95,12 @@ class Scanner:
                         offset += size
                         yield fast
                         continue
-                line = raw[:-1] if raw.endswith(b"\n") else raw
                 try:
-                    if size > MAX_LINE_BYTES:
-                        raise FormatError(
-                            f"line of {size} bytes or more is over the {MAX_LINE_BYTES}-byte limit",
-                            line=line_number,
-                        )
-                    if line is raw:
-                        raise FormatError("unterminated record (no newline)", line=line_number)
-                    if not line.strip(b" \t\r"):
-                        # Blank lines are not records; hand-written files have them.
+                    record = classify_line(raw, checksummed=checksummed, line_number=line_number)
+                    if record is None:
                         offset += size
                         continue
-                    event, has_crc = decode_line(
-                        line, checksummed=checksummed, line_number=line_number
-                    )
+                    event, has_crc = record
                 except UnreadableRecordError as exc:
                     problem = Problem(message=exc.detail, line=line_number, offset=offset)
                     problems.append(problem)
