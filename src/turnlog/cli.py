@@ -765,7 +765,7 @@ def sweep_command(
     repaired under its writer lock, once. Lists what this sweeper did and what
     it skipped (running, corrupt, too recent), and why.
     """
-    from turnlog.transfer import sweep
+    from turnlog.sweeper import sweep
 
     store = existing_store(store_url)
     console = _console()

@@ -76,7 +76,7 @@ def collect_tail(
         if data.TYPE in ev.SURFACE_TYPES and not isinstance(data, ev.Compaction):
             surface = True
         if anchor is None:
-            anchor = _anchor(data)
+            anchor = revival_anchor(data)
             if anchor is not None:
                 anchor_index = len(collected) - 1
         if boundary and surface:
@@ -88,7 +88,7 @@ def collect_tail(
         if revivals_older is not None:
             return collected, revivals_older(len(collected))
         for event in events:
-            older = _anchor(event.data)
+            older = revival_anchor(event.data)
             if older is not None:
                 return collected, older
         return collected, 0
@@ -112,8 +112,10 @@ def closes_earlier(start: ev.TurnStart) -> bool:
     return start.revivals is not None
 
 
-def _anchor(data: ev.EventData) -> int | None:
-    """The revivals up to and including this event, if it says."""
+def revival_anchor(data: ev.EventData) -> int | None:
+    """The revivals up to and including this event, if it says: the one
+    anchor rule, for the tail walk here and the JSONL store's byte search.
+    A `run_revived` carries its number, a stamped `turn_start` the count."""
     if isinstance(data, ev.RunRevived):
         return data.revival
     if isinstance(data, ev.TurnStart):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import re
-import urllib.parse
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -34,7 +32,8 @@ from turnlog.stores.base import (
 )
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.locks import retry_lock
-from turnlog.stores.rows import decode_row, refuse_gap
+from turnlog.stores.postgres_url import SCHEMA_NAME, redact_dsn, split_url
+from turnlog.stores.rows import decode_row
 from turnlog.stores.sql import SQLStore
 from turnlog.tail import Tail
 
@@ -44,7 +43,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION: Final = 1
 # Rows fetched per round trip when a session is streamed.
 PAGE_EVENTS: Final = 1000
-_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 # Every row carries its tenant, the role that wrote it; with row-level
 # security forced, a role sees, counts, appends to and sweeps only its own
@@ -142,38 +140,6 @@ def _record(line: str) -> str:
     PostgreSQL's jsonb cannot hold U+0000, so it reads U+2400 there; the line
     itself, which every read uses, keeps the record exactly."""
     return line[: line.rindex(',"crc"')].rstrip("\n").replace("\\u0000", "\\u2400") + "}"
-
-
-# The connection parameters libpq takes that hold a secret.
-_SECRET_KEYS: Final = frozenset({"password", "sslpassword"})
-_SECRET_PAIR: Final = re.compile(
-    r"""(?P<key>\b(?:password|sslpassword))\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S*)""", re.IGNORECASE
-)
-
-
-def redact_dsn(dsn: str, *, schema: str = "public") -> str:
-    """The connection string as it may be shown: every secret libpq accepts
-    (a URL's `user:password@`, `?password=` and `?sslpassword=` in its query,
-    `password=` in the key=value form) replaced by `***`, and a schema other
-    than `public` added to the query. Nothing else ever prints a DSN."""
-    if "://" not in dsn:
-        shown = _SECRET_PAIR.sub(lambda m: f"{m.group('key')}=***", dsn)
-        return shown + ("" if schema == "public" else f" schema={schema}")
-    base, _, query = dsn.partition("?")
-    scheme, _, rest = base.partition("://")
-    authority, slash, path = rest.partition("/")
-    userinfo, at, hostport = authority.rpartition("@")
-    if at and ":" in userinfo:
-        userinfo = userinfo.split(":", 1)[0] + ":***"
-    items = []
-    for item in filter(None, query.split("&")):
-        key, equals, _ = item.partition("=")
-        secret = urllib.parse.unquote(key).strip().lower() in _SECRET_KEYS
-        items.append(f"{key}=***" if equals and secret else item)
-    if schema != "public":
-        items.append(f"schema={schema}")
-    shown = f"{scheme}://{userinfo}{at}{hostport}{slash}{path}"
-    return shown + ("?" + "&".join(items) if items else "")
 
 
 class _PostgresWriter(StoreWriter):
@@ -290,7 +256,7 @@ class PostgresStore(SQLStore):
 
     def __init__(self, dsn: str, *, schema: str = "public") -> None:
         _driver()
-        if _SCHEMA_NAME.fullmatch(schema) is None:
+        if SCHEMA_NAME.fullmatch(schema) is None:
             raise UsageError(f"schema name {schema!r} is not allowed")
         self.dsn = dsn
         self.schema = schema
@@ -572,27 +538,14 @@ class PostgresStore(SQLStore):
             (session_id, bound),
         )
 
-    def iter_events(self, session_id: str) -> Iterator[Event]:
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-        expected = 0
-        while page := self._page(session_id, expected, descending=False):
+    def _rows(self, session_id: str, *, descending: bool = False) -> Iterator[tuple[int, object]]:
+        # A page at a time, each a query of its own: a stream holds no
+        # connection between pages.
+        bound = 2**62 if descending else 0
+        while bound >= 0 and (page := self._page(session_id, bound, descending=descending)):
             for seq, line in page:
-                if seq != expected:
-                    refuse_gap(self.url, session_id, expected, seq)
-                yield decode_row(self.url, session_id, seq, line)
-                expected += 1
-
-    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
-        bound = 2**62
-        expected: int | None = None
-        while bound >= 0 and (page := self._page(session_id, bound, descending=True)):
-            for seq, line in page:
-                if expected is not None and seq != expected:
-                    refuse_gap(self.url, session_id, expected, seq)
-                yield decode_row(self.url, session_id, seq, line)
-                expected = seq - 1
-            bound = int(page[-1][0]) - 1
+                yield int(seq), line
+            bound = int(page[-1][0]) + (-1 if descending else 1)
 
     def read_header(self, session_id: str) -> Event | None:
         rows = self._page(validate_session_id(session_id), 0, descending=False)[:1]
@@ -628,14 +581,5 @@ class PostgresStore(SQLStore):
 def store_from_url(url: str) -> PostgresStore:
     """`postgresql://user:pass@host:port/db[?schema=NAME]`: the schema is
     turnlog's own parameter; everything else goes to libpq as it is."""
-    base, _, query = url.partition("?")
-    schema = "public"
-    rest = []
-    for item in filter(None, query.split("&")):
-        key, _, value = item.partition("=")
-        if key == "schema":
-            schema = value
-        else:
-            rest.append(item)
-    dsn = base + ("?" + "&".join(rest) if rest else "")
+    dsn, schema = split_url(url)
     return PostgresStore(dsn, schema=schema)

@@ -1,5 +1,5 @@
 """What the SQL stores share: reading connections lent to any thread, queries with their
-driver's errors translated, and reads built on streaming events."""
+driver's errors translated, and streaming reads whose rows are checked as one rule says."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-from turnlog.errors import TurnlogError, UsageError
+from turnlog.errors import SessionNotFoundError, TurnlogError, UsageError
 from turnlog.events import Event
 from turnlog.stores.base import Store
+from turnlog.stores.rows import decode_row, refuse_gap
 
 # Idle reading connections kept for reuse; more than this are closed when
 # given back (each is a file handle, or a server backend for PostgreSQL).
@@ -102,6 +103,26 @@ class SQLStore(Store):
             self._generation += 1
         for connection in idle:
             connection.close()
+
+    @abc.abstractmethod
+    def _rows(self, session_id: str, *, descending: bool = False) -> Iterator[tuple[int, object]]:
+        """(seq, line) of every stored event of the session, in seq order."""
+
+    def iter_events(self, session_id: str) -> Iterator[Event]:
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        for expected, (seq, line) in enumerate(self._rows(session_id)):
+            if seq != expected:
+                refuse_gap(self.url, session_id, expected, seq)
+            yield decode_row(self.url, session_id, seq, line)
+
+    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
+        expected: int | None = None
+        for seq, line in self._rows(session_id, descending=True):
+            if expected is not None and seq != expected:
+                refuse_gap(self.url, session_id, expected, seq)
+            yield decode_row(self.url, session_id, seq, line)
+            expected = seq - 1
 
     def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
         if from_seq < 0:

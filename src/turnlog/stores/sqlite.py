@@ -5,9 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import sqlite3
-import stat
 import threading
-import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final
 
@@ -25,7 +23,6 @@ from turnlog.stores import holders
 from turnlog.stores.base import (
     TAIL_FACT_TYPES,
     Holder,
-    NotAStoreError,
     StoreNotFoundError,
     StoreWriter,
     batched,
@@ -39,13 +36,12 @@ from turnlog.stores.base import (
 )
 from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
-from turnlog.stores.rows import decode_row, refuse_gap
+from turnlog.stores.rows import decode_row
 from turnlog.stores.sql import SQLStore
+from turnlog.stores.sqlite_file import BUSY_TIMEOUT_MS, probe, translate
 from turnlog.tail import Tail
 
 SCHEMA_VERSION: Final = 1
-# How long a writer waits for another connection's write transaction.
-BUSY_TIMEOUT_MS: Final = 10_000
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
@@ -73,28 +69,7 @@ _SCHEMA: Final = (
 )
 
 
-# The first bytes of every SQLite database file.
-_MAGIC: Final = b"SQLite format 3\x00"
-# The tables that make a database a turnlog store.
-_TABLES: Final = frozenset({"schema_version", "sessions", "events"})
-
 _INSERT: Final = "INSERT INTO events (session_id, seq, line) VALUES (?, ?, ?)"
-
-
-def _translate(exc: sqlite3.Error, action: str, where: str) -> TurnlogError:
-    """The one place driver errors of this store become turnlog errors."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
-        return StoreIOError(
-            f"{action} {where}: the database stayed locked for {BUSY_TIMEOUT_MS} ms",
-            hint="another process holds a long write transaction on the database",
-        )
-    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
-        return StoreIOError(
-            f"{where} is not an SQLite database",
-            hint="check the path in the store URL; turnlog leaves the file as it is",
-        )
-    return StoreIOError(f"{action} {where}: {text}")
 
 
 class _SQLiteWriter(StoreWriter):
@@ -147,7 +122,7 @@ class _SQLiteWriter(StoreWriter):
         try:
             self._insert_alone((self._session_id, event.seq, encode_line(event)))
         except sqlite3.Error as exc:
-            raise _translate(exc, "append to", self._url) from exc
+            raise translate(exc, "append to", self._url) from exc
 
     def _insert_alone(self, row: tuple[str, int, bytes]) -> None:
         """One event that moves no tail fact: one INSERT, atomic on its own
@@ -203,7 +178,7 @@ class _SQLiteWriter(StoreWriter):
                 raise
             connection.commit()
         except sqlite3.Error as exc:
-            raise _translate(exc, "append to", self._url) from exc
+            raise translate(exc, "append to", self._url) from exc
         self._next_seq = expected_seq + len(events)
 
     def sync(self) -> None:
@@ -239,58 +214,6 @@ class SQLiteStore(SQLStore):
 
     # -- connections ---------------------------------------------------------------
 
-    def _probe(self) -> str:
-        """What the path holds, found without changing a byte of it: "missing"
-        (nothing, or an empty file), or "ours" (turnlog's schema). Raises
-        `NotAStoreError` for anything else: another application's database is
-        never switched to WAL, never given turnlog's tables, and no `-wal` or
-        `-shm` file is left beside it."""
-        try:
-            st = os.stat(self.path)
-        except (FileNotFoundError, NotADirectoryError):
-            return "missing"
-        except OSError as exc:
-            raise StoreIOError(f"open {self.url}: {exc.strerror or exc}", errno=exc.errno) from exc
-        if not stat.S_ISREG(st.st_mode):
-            raise NotAStoreError(f"{self.url} is not an SQLite database: not a regular file")
-        if st.st_size == 0:
-            return "missing"
-        try:
-            with open(self.path, "rb") as f:
-                magic = f.read(len(_MAGIC))
-        except OSError as exc:
-            raise StoreIOError(f"open {self.url}: {exc.strerror or exc}", errno=exc.errno) from exc
-        if magic != _MAGIC:
-            raise NotAStoreError(
-                f"{self.url} is not an SQLite database",
-                hint="check the path in the store URL; turnlog leaves the file as it is",
-            )
-        # Read-only, and immutable unless a write-ahead log is already there:
-        # a read-only open of a WAL database would otherwise leave `-shm` and
-        # `-wal` files behind.
-        mode = "mode=ro" if os.path.exists(self.path + "-wal") else "immutable=1"
-        uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?{mode}"
-        try:
-            probe = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-            try:
-                names = {
-                    str(row[0])
-                    for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                }
-            finally:
-                probe.close()
-        except sqlite3.Error as exc:
-            raise _translate(exc, "open", self.url) from exc
-        if names >= _TABLES:
-            return "ours"
-        if not names:
-            return "missing"
-        shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
-        raise NotAStoreError(
-            f"{self.url} is the SQLite database of another application, not a turnlog store "
-            f"(it holds {shown})"
-        )
-
     def _ready(self, *, create: bool = False) -> bool:
         """True once the database holds turnlog's schema. With `create`, a new
         or empty database is given it; without, nothing is ever created, so a
@@ -300,7 +223,7 @@ class SQLiteStore(SQLStore):
         with self._init_mutex:
             if self._initialized:
                 return True
-            if self._probe() != "ours":
+            if probe(self.path, self.url) != "ours":
                 if not create:
                     return False
                 try:
@@ -333,7 +256,7 @@ class SQLiteStore(SQLStore):
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         except sqlite3.Error as exc:
-            raise _translate(exc, "open", self.url) from exc
+            raise translate(exc, "open", self.url) from exc
         return connection
 
     def _connect(self) -> sqlite3.Connection:
@@ -370,14 +293,14 @@ class SQLiteStore(SQLStore):
                 raise
             connection.commit()
         except sqlite3.Error as exc:
-            raise _translate(exc, "open", self.url) from exc
+            raise translate(exc, "open", self.url) from exc
 
     def _driver_errors(self) -> type[Exception]:
         return sqlite3.Error
 
     def _translate(self, exc: Exception, action: str) -> TurnlogError:
         assert isinstance(exc, sqlite3.Error)
-        return _translate(exc, action, self.url)
+        return translate(exc, action, self.url)
 
     # -- locks ---------------------------------------------------------------------
 
@@ -453,7 +376,7 @@ class SQLiteStore(SQLStore):
             except BaseException as exc:
                 connection.close()
                 if isinstance(exc, sqlite3.Error):
-                    raise _translate(exc, "create a session in", self.url) from exc
+                    raise translate(exc, "create a session in", self.url) from exc
                 raise
         except BaseException:
             os.close(lock_fd)
@@ -501,7 +424,7 @@ class SQLiteStore(SQLStore):
                     raise
                 connection.commit()
             except sqlite3.Error as exc:
-                raise _translate(exc, "write a session to", self.url) from exc
+                raise translate(exc, "write a session to", self.url) from exc
             finally:
                 connection.close()
         finally:
@@ -591,23 +514,7 @@ class SQLiteStore(SQLStore):
                     # left early must not hand a stale view to the next reader.
                     cursor.close()
             except sqlite3.Error as exc:
-                raise _translate(exc, "read", self.url) from exc
-
-    def iter_events(self, session_id: str) -> Iterator[Event]:
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-        for expected, (seq, line) in enumerate(self._rows(session_id)):
-            if seq != expected:
-                refuse_gap(self.url, session_id, expected, seq)
-            yield decode_row(self.url, session_id, seq, line)
-
-    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
-        expected: int | None = None
-        for seq, line in self._rows(session_id, descending=True):
-            if expected is not None and seq != expected:
-                refuse_gap(self.url, session_id, expected, seq)
-            yield decode_row(self.url, session_id, seq, line)
-            expected = seq - 1
+                raise translate(exc, "read", self.url) from exc
 
     def read_header(self, session_id: str) -> Event | None:
         rows = self._query(

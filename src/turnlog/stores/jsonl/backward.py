@@ -7,7 +7,6 @@ import os
 from collections.abc import Iterator
 from typing import Final, NoReturn
 
-from turnlog import events as ev
 from turnlog.damage import Problem, TornTail
 from turnlog.errors import (
     CorruptLogError,
@@ -21,7 +20,7 @@ from turnlog.stores.jsonl_record import (
     decode_line,
 )
 from turnlog.stores.locks import flock_holder
-from turnlog.tail import Tail, collect_tail
+from turnlog.tail import Tail, collect_tail, revival_anchor
 
 # Backward reads go in blocks this size: large enough that a typical open
 # turn is one or two reads, small enough that detection reads almost nothing.
@@ -100,10 +99,9 @@ def search_revivals_before(fd: int, offset: int, path: str) -> int:
                     line=line_number_at(fd, line_start),
                     offset=line_start,
                 ) from exc
-            if isinstance(event.data, ev.RunRevived):
-                return event.data.revival
-            if isinstance(event.data, ev.TurnStart) and event.data.revivals is not None:
-                return event.data.revivals
+            anchor = revival_anchor(event.data)
+            if anchor is not None:
+                return anchor
         pos = start
     return 0
 
