@@ -503,6 +503,36 @@ class StoreContract:
     #: False for a store another process cannot open (the memory store).
     process_safe = True
 
+    def make_foreign(self, tmp_path: Path) -> tuple[Store, Path] | None:
+        """A store over another program's file (where session "s1" would be,
+        or the whole database), and that file; None for a store with no files."""
+        return None
+
+    def test_a_foreign_file_is_refused_and_left_as_it_was(self, tmp_path: Path) -> None:
+        made = self.make_foreign(tmp_path)
+        if made is None:
+            pytest.skip("the store keeps no files")
+        store, path = made
+        folder = path.parent
+
+        def snapshot() -> dict[str, bytes]:
+            return {entry.name: entry.read_bytes() for entry in sorted(folder.iterdir())}
+
+        before = snapshot()
+        attempts: list[Callable[[], object]] = [
+            lambda: store.read("s1"),
+            lambda: store.read_tail("s1"),
+            lambda: store.writer("s1"),
+            lambda: store.writer("s1", check="tail"),
+            lambda: store.create(LOG[0]),
+            lambda: store.write_session(LOG),
+        ]
+        with store:
+            for attempt in attempts:
+                with pytest.raises(turnlog.NotASessionError):
+                    attempt()
+                assert snapshot() == before
+
     def test_processes_racing_for_one_writer_one_wins(self, store: Store) -> None:
         if not self.process_safe:
             pytest.skip("the store lives in this process only")

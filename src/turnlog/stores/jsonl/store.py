@@ -426,6 +426,9 @@ class JSONLStore(Store):
         dir_fd = self._dir_fd(session_id, create=True)
         try:
             if exists_at(name, dir_fd):
+                # Refused as `create` refuses it: another program's file is
+                # named as such, one of ours as an existing session.
+                self.read_header(session_id)
                 raise SessionExistsError(f"session {session_id!r} already exists at {path}")
             fd = self.io.open(
                 partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW, 0o600, dir_fd=dir_fd
