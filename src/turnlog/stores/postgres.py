@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from turnlog.errors import (
     LogPoisonedError,
     SessionExistsError,
     SessionLockedError,
-    SessionNotFoundError,
     StoreIOError,
     TurnlogError,
     UsageError,
@@ -21,12 +18,9 @@ from turnlog.stores import holders
 from turnlog.stores.base import (
     Holder,
     StoreWriter,
-    batched,
     check_contiguous,
-    first_of_session,
     open_turn_change,
     seq_conflict,
-    validate_check,
     validate_header,
     validate_session_id,
 )
@@ -376,7 +370,7 @@ class PostgresStore(SQLStore):
             f"session {session_id!r} in {self.url} is being written by {where}"
         )
 
-    def _held_key(self, session_id: str) -> Hashable:
+    def _held_key(self, session_id: str, lock: object = None) -> Hashable:
         """The session's lock among this process's writers: the same server,
         role and schema (as the connection string names them) and session."""
         return ("postgresql", self.dsn, self.schema, session_id)
@@ -455,26 +449,40 @@ class PostgresStore(SQLStore):
             raise
         return writer.hold(self._held_key(session_id), site)
 
-    def write_session(self, events: Iterable[Event]) -> int:
-        """The whole session in one transaction, under the session's advisory
-        lock: it appears whole or not at all."""
-        stream = iter(events)
-        header, session_id = first_of_session(stream)
-        connection = self._take_lock(session_id, force=False)
-        count = 0
+    def _lock_session(self, session_id: str, *, force: bool) -> psycopg.Connection[Any]:
+        return self._take_lock(session_id, force=force)
+
+    def _release_lock(self, lock: psycopg.Connection[Any]) -> None:
+        try:
+            # Released here, not when the server notices the connection is
+            # gone (a backend exits asynchronously after the client closes).
+            if not lock.closed and not lock.broken:
+                lock.execute("SELECT pg_advisory_unlock_all()")
+        except _driver().Error:
+            pass  # the lock ends with the connection anyway
+        finally:
+            lock.close()
+
+    def _open_writer(
+        self, lock: psycopg.Connection[Any], session_id: str, *, next_seq: int, tail: Tail | None
+    ) -> StoreWriter:
+        return self._writer(lock, session_id, next_seq=next_seq, tail=tail)
+
+    def _write_whole(
+        self, lock: psycopg.Connection[Any], session_id: str, batches: Iterator[list[Event]]
+    ) -> None:
         open_turn: int | None = None
         try:
-            with connection.transaction():
-                inserted = connection.execute(
+            with lock.transaction():
+                inserted = lock.execute(
                     "INSERT INTO turnlog_sessions (session_id, next_seq) VALUES (%s, 0) "
                     "ON CONFLICT DO NOTHING RETURNING 1",
                     (session_id,),
                 ).fetchone()
                 if inserted is None:
                     raise SessionExistsError(f"session {session_id!r} already exists in {self.url}")
-                with connection.cursor() as cursor:
-                    for batch in batched(itertools.chain((header,), stream)):
-                        check_contiguous(batch, count)
+                with lock.cursor() as cursor:
+                    for batch in batches:
                         change = open_turn_change(batch)
                         if change is not None:
                             open_turn = change[0]
@@ -483,41 +491,14 @@ class PostgresStore(SQLStore):
                             line = encode_line(event).decode()
                             rows.append((session_id, event.seq, line, _record(line)))
                         cursor.executemany(_INSERT_ONE, rows)
-                        count += len(batch)
                 if open_turn is not None:
-                    connection.execute(
+                    lock.execute(
                         "UPDATE turnlog_sessions SET open_turn_seq = %s "
                         "WHERE tenant = current_user AND session_id = %s",
                         (open_turn, session_id),
                     )
         except _driver().Error as exc:
             raise _translate(exc, "write a session to", self.url) from exc
-        finally:
-            with contextlib.suppress(_driver().Error):
-                connection.execute("SELECT pg_advisory_unlock_all()")
-            connection.close()
-        return count
-
-    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
-        validate_check(check)
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-        site = None if force else holders.caller_site()
-        connection = self._take_lock(session_id, force=force)
-        try:
-            # The same checks a JSONL writer makes, on the records it reads.
-            tail = None
-            if check == "full":
-                self.read(session_id)
-            else:
-                tail = self.read_tail(session_id)
-            next_seq = self._next_seq(session_id)
-        except BaseException:
-            connection.close()
-            raise
-        writer = self._writer(connection, session_id, next_seq=next_seq, tail=tail)
-        # A forced writer holds no lock: nothing to record.
-        return writer if force else writer.hold(self._held_key(session_id), site)
 
     def _next_seq(self, session_id: str) -> int:
         """The seq the next append takes: the events are the truth (the

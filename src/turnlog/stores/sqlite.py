@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Final
 
 from turnlog.errors import (
     LogPoisonedError,
     SessionExistsError,
     SessionLockedError,
-    SessionNotFoundError,
     StoreIOError,
     TurnlogError,
     UsageError,
@@ -25,12 +23,9 @@ from turnlog.stores.base import (
     Holder,
     StoreNotFoundError,
     StoreWriter,
-    batched,
     check_contiguous,
-    first_of_session,
     open_turn_change,
     seq_conflict,
-    validate_check,
     validate_header,
     validate_session_id,
 )
@@ -405,39 +400,40 @@ class SQLiteStore(SQLStore):
             tail=tail,
         )
 
-    def write_session(self, events: Iterable[Event]) -> int:
-        """The whole session in one transaction, under the session's lock: it
-        appears whole or not at all."""
-        stream = iter(events)
-        header, session_id = first_of_session(stream)
-        self._ready(create=True)
-        lock_fd = self._take_lock(session_id)
+    def _lock_session(self, session_id: str, *, force: bool) -> int:
+        # `force` writes beside a stuck holder: the lock file is opened, not taken.
+        return self._lock_file(session_id) if force else self._take_lock(session_id)
+
+    def _release_lock(self, lock: int) -> None:
+        os.close(lock)
+
+    def _held_key(self, session_id: str, lock: int) -> Hashable:
+        return holders.file_key(lock)
+
+    def _open_writer(
+        self, lock: int, session_id: str, *, next_seq: int, tail: Tail | None
+    ) -> StoreWriter:
+        return self._writer(self._connect(), session_id, lock, next_seq=next_seq, tail=tail)
+
+    def _write_whole(self, lock: int, session_id: str, batches: Iterator[list[Event]]) -> None:
+        connection = self._open()
         try:
-            connection = self._open()
+            connection.execute("PRAGMA synchronous=FULL")
+            connection.execute("BEGIN IMMEDIATE")
             try:
-                connection.execute("PRAGMA synchronous=FULL")
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    count = self._insert_session(connection, header, session_id, stream)
-                except BaseException:
-                    connection.rollback()
-                    raise
-                connection.commit()
-            except sqlite3.Error as exc:
-                raise translate(exc, "write a session to", self.url) from exc
-            finally:
-                connection.close()
+                self._insert_session(connection, session_id, batches)
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+        except sqlite3.Error as exc:
+            raise translate(exc, "write a session to", self.url) from exc
         finally:
-            os.close(lock_fd)
-        return count
+            connection.close()
 
     def _insert_session(
-        self,
-        connection: sqlite3.Connection,
-        header: Event,
-        session_id: str,
-        stream: Iterator[Event],
-    ) -> int:
+        self, connection: sqlite3.Connection, session_id: str, batches: Iterator[list[Event]]
+    ) -> None:
         try:
             connection.execute(
                 "INSERT INTO sessions (session_id, next_seq) VALUES (?, 0)", (session_id,)
@@ -446,48 +442,19 @@ class SQLiteStore(SQLStore):
             raise SessionExistsError(
                 f"session {session_id!r} already exists in {self.url}"
             ) from None
-        count = 0
         open_turn: int | None = None
-        for batch in batched(itertools.chain((header,), stream)):
-            check_contiguous(batch, count)
+        for batch in batches:
             change = open_turn_change(batch)
             if change is not None:
                 open_turn = change[0]
             connection.executemany(
                 _INSERT, [(session_id, event.seq, encode_line(event)) for event in batch]
             )
-            count += len(batch)
         if open_turn is not None:
             connection.execute(
                 "UPDATE sessions SET open_turn_seq = ? WHERE session_id = ?",
                 (open_turn, session_id),
             )
-        return count
-
-    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
-        validate_check(check)
-        validate_session_id(session_id)
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-        site = None if force else holders.caller_site()
-        # `force` writes beside a stuck holder: the lock file is opened, not taken.
-        lock_fd = self._lock_file(session_id) if force else self._take_lock(session_id)
-        try:
-            # The same checks a JSONL writer makes, on the records it reads.
-            tail = None
-            if check == "full":
-                self.read(session_id)
-            else:
-                tail = self.read_tail(session_id)
-            next_seq = self._next_seq(session_id)
-            writer = self._writer(
-                self._connect(), session_id, lock_fd, next_seq=next_seq, tail=tail
-            )
-            # A forced writer holds no lock: nothing to record.
-            return writer if force else writer.hold(holders.file_key(lock_fd), site)
-        except BaseException:
-            os.close(lock_fd)
-            raise
 
     def _next_seq(self, session_id: str) -> int:
         """The seq the next append takes: the events are the truth (the
