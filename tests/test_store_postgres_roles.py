@@ -98,3 +98,20 @@ def test_the_documented_grants_make_a_working_tenant_that_sees_only_its_own(
     code, out, err = cli("sweep", urls[0], "--json")
     assert code == 0, err
     assert [item["action"] for item in json.loads(out)["sessions"]] == ["recovered"]
+
+
+def test_read_only_commands_on_a_database_without_turnlog_create_nothing(
+    postgres_url: str,
+) -> None:
+    schema = f"nothing_{os.getpid()}_{next(_names)}"
+    url = f"{postgres_url}?schema={schema}"
+    for command in (["ls", "--store", url], ["sweep", url], ["verify", "--store", url]):
+        code, _, err = cli(*command)
+        assert code == 2 and "no turnlog store" in err, (command, err)
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        made = connection.execute(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)
+        ).fetchone()
+    assert made is None
+    assert cli("store", "init", url)[0] == 0
+    assert cli("ls", "--store", url)[0] == 0
