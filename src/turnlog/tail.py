@@ -53,7 +53,9 @@ def collect_tail(
     The tail must reach back to the last turn boundary (so an open turn is
     seen whole, with any turn left open before it: see `closes_earlier`) and
     to the last surface message other than a compaction
-    summary (finished or not, and what it asks of the model). The revival
+    summary (finished or not, and what it asks of the model), and, when it
+    holds a result that came after a later message than the one that asked
+    for it, to that turn's start (where a fold places such a result). The revival
     count needs an anchor: a `run_revived` (which carries its count) or a
     `turn_start` stamped with `revivals`. When none lies in the kept events,
     the older part of the log is searched for the newest one without keeping
@@ -65,6 +67,14 @@ def collect_tail(
     boundary = surface = False
     anchor: int | None = None  # revivals counted up to and including the anchor
     anchor_index = -1
+    # Results kept since the newest assistant message kept (walking back),
+    # and whether one of them came late: after a later message than the one
+    # that asked for it. A fold places a late result beside its asker only
+    # within the turn it knows, so such a tail reaches back to its turn's
+    # start; otherwise its fold would put the result last and call a
+    # finished session unfinished.
+    results_above: set[str] = set()
+    late = False
     events = iter(newest_first)
     for event in events:
         collected.append(event)
@@ -73,13 +83,23 @@ def collect_tail(
             isinstance(data, ev.TurnStart) and closes_earlier(data)
         ):
             boundary = True
+        if isinstance(data, ev.TurnStart):
+            # The turn those results belong to starts here: its fold places them.
+            late = False
+            results_above = set()
+        elif isinstance(data, ev.ToolResult):
+            results_above.add(data.call_id)
+        elif isinstance(data, ev.AssistantMessage):
+            asked = {call.id for call in data.tool_calls}
+            late = late or not results_above <= asked
+            results_above = set()
         if data.TYPE in ev.SURFACE_TYPES and not isinstance(data, ev.Compaction):
             surface = True
         if anchor is None:
             anchor = revival_anchor(data)
             if anchor is not None:
                 anchor_index = len(collected) - 1
-        if boundary and surface:
+        if boundary and surface and not (late or results_above):
             break
     collected.reverse()
     if anchor is None:
