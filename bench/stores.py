@@ -65,20 +65,24 @@ def _line() -> str:
 def paired_with_turnlog(
     store: Any, bare_insert: Callable[[], None], blocks: int, per_block: int
 ) -> dict[str, Any]:
-    """A durable turnlog append (one `tool_dispatch` inside an open turn: no
-    tail fact moves) paired block by block with the bare driver insert."""
-    import turnlog
+    """A durable append of the store's writer (one `tool_dispatch` inside an
+    open turn: no tail fact moves) paired block by block with the bare driver
+    insert. The writer is driven directly: the handle's write-order guard
+    refuses a dispatch repeated for the same call, and the store's cost is
+    what this row measures."""
     from turnlog import events as ev
 
-    log = turnlog.open(store, "s", durability="always")
-    log.append(ev.TurnStart(turn=1, revivals=0))
+    writer = store.create(ev.Event(seq=0, data=ev.Session(session_id="s"), ts=TS))
+    writer.append_one(ev.Event(seq=1, data=ev.TurnStart(turn=1, revivals=0), ts=TS), True)
     dispatch = ev.ToolDispatch(call_id="call_0123456789abcdef", name="write_file")
+
+    def append() -> None:
+        writer.append_one(ev.Event(seq=writer.next_seq, data=dispatch, ts=TS), True)
+
     try:
-        return paired(
-            {"bare": bare_insert, "turnlog": lambda: log.append(dispatch)}, blocks, per_block
-        )
+        return paired({"bare": bare_insert, "turnlog": append}, blocks, per_block)
     finally:
-        log.close()
+        writer.close()
 
 
 def durable_sqlite(directory: Path, blocks: int, per_block: int) -> dict[str, Any]:

@@ -225,8 +225,9 @@ def test_ls(sessions: Path) -> None:
     assert rows["rule-r3-r4"]["owed_calls"] == 2 and rows["finished"]["status"] == "finished"
     code, out, _ = run("ls", "--store", str(sessions))
     assert code == 0 and "rule-r2" in out and "interrupted" in out
+    # A mistyped store is an error with a hint, not an empty store.
     code, document = as_json("ls", "--store", str(sessions / "nowhere"))
-    assert code == 0 and document["sessions"] == []
+    assert code == 2 and "no turnlog store" in document["error"] and document["hint"]
 
 
 def test_verify(sessions: Path) -> None:

@@ -12,9 +12,11 @@ import pytest
 import turnlog
 from builders import assistant, call, dispatch, number, step_start, turn_start
 from turnlog import events as ev
+from turnlog.damage import Scan
 from turnlog.events import Event
 from turnlog.stores import JSONLStore
-from turnlog.stores.jsonl import _lines_forward, scan_file, scan_lines
+from turnlog.stores.jsonl import scan_file, scan_lines
+from turnlog.stores.jsonl.forward import Scanner, lines_forward
 from turnlog.stores.jsonl_record import encode_line
 
 EVENTS = number(
@@ -30,7 +32,7 @@ DATA = b"".join(encode_line(e) for e in EVENTS)
 LINE_ENDS = [sum(len(encode_line(e)) for e in EVENTS[: i + 1]) for i in range(len(EVENTS))]
 
 
-def scan(data: bytes) -> turnlog.stores.jsonl.Scan:
+def scan(data: bytes) -> Scan:
     return scan_lines(iter(data.splitlines(keepends=True)), checksummed=True)
 
 
@@ -194,11 +196,10 @@ def test_backward_line_reader_matches_a_forward_split(
 ) -> None:
     import random
 
-    import turnlog.stores.jsonl as jsonl
+    import turnlog.stores.jsonl.backward as backward
 
     # Tiny blocks so lines span many of them.
-    monkeypatch.setattr(jsonl, "TAIL_BLOCK_BYTES", 7)
-    store = JSONLStore(tmp_path)
+    monkeypatch.setattr(backward, "TAIL_BLOCK_BYTES", 7)
     rng = random.Random(3)
     pieces = [b"a", b"bb", b"\n", b"ccc\n", b"dddddddddddd", b"\n\n"]
     for _ in range(300):
@@ -207,7 +208,7 @@ def test_backward_line_reader_matches_a_forward_split(
         path.write_bytes(data)
         fd = os.open(path, os.O_RDONLY)
         try:
-            newest_first = list(store._lines_newest_first(fd, len(data), [0]))
+            newest_first = list(backward.lines_newest_first(fd, len(data), [0]))
         finally:
             os.close(fd)
         expected, offset = [], 0
@@ -247,7 +248,7 @@ def test_a_revival_mark_across_a_search_block_boundary_is_found(tmp_path: Path) 
     # The backward search for the revival count reads the last 64 KB first. A
     # padding that grows a byte at a time slides the anchor's mark across that
     # block's start; every position must still find it.
-    from turnlog.stores.jsonl import _ANCHOR_MARK, TAIL_BLOCK_BYTES, _revivals_before
+    from turnlog.stores.jsonl.backward import ANCHOR_MARK, TAIL_BLOCK_BYTES, search_revivals_before
 
     straddled = 0
     for pad in range(64 * 1024 - 400, 64 * 1024):
@@ -256,32 +257,30 @@ def test_a_revival_mark_across_a_search_block_boundary_is_found(tmp_path: Path) 
         anchor = encode_line(Event(seq=1, data=ev.TurnStart(turn=1, revivals=1)))
         padding = encode_line(Event(seq=2, data=ev.UserMessage(content="x" * pad)))
         data = head + anchor + padding
-        mark = len(head) + anchor.index(_ANCHOR_MARK)
+        mark = len(head) + anchor.index(ANCHOR_MARK)
         boundary = len(data) - TAIL_BLOCK_BYTES
-        straddled += mark < boundary < mark + len(_ANCHOR_MARK)
+        straddled += mark < boundary < mark + len(ANCHOR_MARK)
         path = tmp_path / "m.jsonl"
         path.write_bytes(data)
         fd = os.open(path, os.O_RDONLY)
         try:
-            assert _revivals_before(fd, len(data), str(path)) == 1, pad
+            assert search_revivals_before(fd, len(data), str(path)) == 1, pad
         finally:
             os.close(fd)
-    assert straddled == len(_ANCHOR_MARK) - 1  # the test crosses the boundary
+    assert straddled == len(ANCHOR_MARK) - 1  # the test crosses the boundary
 
 
 # Block sizes that cut lines everywhere: inside a record, on its newline, a block per byte.
 BLOCK_SIZES = (1, 7, 64, 151, 4096)
 
 
-def line_by_line(data: bytes, *, checksummed: bool = True) -> turnlog.stores.jsonl.Scan:
+def line_by_line(data: bytes, *, checksummed: bool = True) -> Scan:
     # Lines as the line reader takes them from a file: split on newline
     # bytes only, none longer than the line limit.
-    return scan_lines(_lines_forward(io.BytesIO(data), len(data)), checksummed=checksummed)
+    return scan_lines(lines_forward(io.BytesIO(data), len(data)), checksummed=checksummed)
 
 
-def in_blocks(
-    data: bytes, block_bytes: int, *, checksummed: bool = True
-) -> turnlog.stores.jsonl.Scan:
+def in_blocks(data: bytes, block_bytes: int, *, checksummed: bool = True) -> Scan:
     return scan_file(io.BytesIO(data), len(data), checksummed=checksummed, block_bytes=block_bytes)
 
 
@@ -341,7 +340,7 @@ def test_block_reader_keeps_at_most_a_block_of_records_after_a_custom_event() ->
             else ev.UserMessage(content="y" * 300)
         )
     data = b"".join(encode_line(Event(seq=i, data=d)) for i, d in enumerate(items))
-    scanner = turnlog.stores.jsonl._Scanner(checksummed=True)
+    scanner = Scanner(checksummed=True)
     lists = list(scanner.batches(io.BytesIO(data), len(data), block_bytes=4096))
     assert [e.data for batch in lists for e in batch] == items
     shortest = min(len(line) for line in data.splitlines(keepends=True))

@@ -94,3 +94,15 @@ def test_recovery_laws_with_reused_ids_compactions_and_revivals(session: list[Ev
         answered = [e.data.call_id for e in repairs.events if isinstance(e.data, ev.ToolResult)]
         assert answered == owed
         assert len(set(answered)) == len(answered)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rich_sessions())
+def test_a_fold_without_a_transcript_decides_as_one_with_it(session: list[Event]) -> None:
+    # Checks that stream a whole log keep no transcript; their verdict,
+    # `finished` included, is the one a full fold gives.
+    from turnlog.verdict import decide
+
+    for cut in range(1, len(session) + 1, 2):
+        log = session[:cut]
+        assert decide(Fold(log, keep_transcript=False)) == decide(Fold(log))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import turnlog
-from builders import assistant, call, dispatch, number, step_start, turn_start
+from builders import assistant, call, crashed_session, dispatch, number, put, step_start, turn_start
 from entry_point import cli
 from store_workers import race_for_one_session, stale_writers_conflict_and_change_nothing, worker
 from turnlog import events as ev
@@ -82,7 +82,7 @@ def test_a_damaged_row_refuses_the_session(tmp_path: Path) -> None:
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    SQLiteStore(tmp_path / "s.db").sessions()
+    SQLiteStore(tmp_path / "s.db").init()
     connection = sqlite3.connect(tmp_path / "s.db")
     connection.execute("INSERT INTO schema_version VALUES (99)")
     connection.commit()
@@ -140,3 +140,35 @@ def test_a_killed_writer_goes_from_running_to_interrupted_and_recovers_once(
     ]
     assert [s.action for s in turnlog.sweep(store)] == []
     assert store.sweep_candidates() == []
+
+
+def test_a_database_of_an_earlier_version_reads_and_its_old_columns_are_left_alone(
+    tmp_path: Path,
+) -> None:
+    # Earlier versions kept sessions.next_seq, revivals and last_ts up to date
+    # at every turn boundary; nothing ever read them. The schema (version 1)
+    # is unchanged, so such a database reads and writes as it is, and the
+    # values it holds are never written again.
+    database = tmp_path / "old.db"
+    store = SQLiteStore(database)
+    put(store, crashed_session("s1"))
+    store.close()
+    connection = sqlite3.connect(database)
+    connection.execute(
+        "UPDATE sessions SET next_seq = 5, revivals = 2, last_ts = '2025-01-01T00:00:00Z'"
+    )
+    connection.commit()
+    connection.close()
+    store = SQLiteStore(database)
+    assert turnlog.inspect(store, "s1").status == "interrupted"
+    turnlog.recover(store, "s1")
+    assert turnlog.inspect(store, "s1").status != "interrupted"
+    store.close()
+    connection = sqlite3.connect(database)
+    row = connection.execute(
+        "SELECT next_seq, revivals, last_ts, open_turn_seq FROM sessions"
+    ).fetchone()
+    version = connection.execute("SELECT version FROM schema_version").fetchall()
+    connection.close()
+    assert row == (5, 2, "2025-01-01T00:00:00Z", None)
+    assert version == [(1,)]

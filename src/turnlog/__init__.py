@@ -84,7 +84,8 @@ from turnlog.stores import (
     open_store,
     register_backend,
 )
-from turnlog.transfer import copy_session, sweep, write_events
+from turnlog.sweeper import sweep
+from turnlog.transfer import copy_session, write_events
 from turnlog.tree import RevivedTree, TreeNode, revive_tree
 from turnlog.triage import Inspection, Recovery, inspect, recover
 from turnlog.verdict import OwedCall, Verdict, Wait, is_finished, verdict

@@ -16,9 +16,9 @@ from turnlog.fold import BackgroundChild, SessionState
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.notices import NoticeStyle, framed
+from turnlog.revivable import DEFAULT_MAX_REVIVALS
 from turnlog.revival import revive
 from turnlog.stores import child_session_id
-from turnlog.triage import DEFAULT_MAX_REVIVALS
 
 #: The name of the reference loops' join tool.
 WAIT_TOOL: Final = "task_wait"

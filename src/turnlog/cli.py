@@ -27,8 +27,16 @@ from turnlog.providers import PROVIDERS
 from turnlog.providers import render as render_request
 from turnlog.providers import validate as validate_request
 from turnlog.recovery import patch_dangling_tool_calls
-from turnlog.stores import DEFAULT_STORE, STORE_ENV, Store, resolve_session, store_from_url
-from turnlog.triage import DEFAULT_MAX_REVIVALS, inspect, plan_stored, recover
+from turnlog.revivable import DEFAULT_MAX_REVIVALS
+from turnlog.stores import (
+    DEFAULT_STORE,
+    STORE_ENV,
+    Store,
+    existing_store,
+    resolve_session,
+    store_from_url,
+)
+from turnlog.triage import inspect, plan_stored, recover
 from turnlog.verify import verify_session, verify_store
 
 EXIT_OK: Final = 0
@@ -233,7 +241,7 @@ def ls_command(store_url: str | None, limit: int | None, after: str | None, as_j
 
     Sessions come in id order; --limit and --after page through a large store.
     """
-    store = store_from_url(store_url)
+    store = existing_store(store_url)
     ids = [sid for sid in store.sessions() if after is None or sid > after]
     more = limit is not None and len(ids) > limit
     ids = ids[:limit]
@@ -560,7 +568,7 @@ def verify_command(session: str | None, store_url: str | None, strict: bool, as_
         store, session_id = resolve_session(session, store_url)
         found = [verify_session(store, session_id, strict=strict, raise_unreadable=True)]
     else:
-        found = verify_store(store_from_url(store_url), strict=strict)
+        found = verify_store(existing_store(store_url), strict=strict)
     reports = [_to_builtins(report) for report in found]
     ok = all(report["ok"] for report in reports)
     if as_json:
@@ -719,7 +727,7 @@ def copy_command(source: str, dest: str, session_ids: tuple[str, ...], as_json: 
     """
     from turnlog.transfer import copy_session
 
-    source_store = store_from_url(source)
+    source_store = existing_store(source)
     dest_store = store_from_url(dest)
     ids = list(session_ids) or source_store.sessions()
     console = _console()
@@ -758,9 +766,9 @@ def sweep_command(
     repaired under its writer lock, once. Lists what this sweeper did and what
     it skipped (running, corrupt, too recent), and why.
     """
-    from turnlog.transfer import sweep
+    from turnlog.sweeper import sweep
 
-    store = store_from_url(store_url)
+    store = existing_store(store_url)
     console = _console()
     done = sweep(
         store,
@@ -769,14 +777,20 @@ def sweep_command(
         max_revivals=max_revivals,
         progress=lambda ids: _progress(console, ids, "sweeping", as_json=as_json),
     )
+    # A cron sweeper must not report success for a repair that failed.
+    failed = sum(item.action == "failed" for item in done)
     if as_json:
         _emit_json({"store": store.url, "sessions": done})
-        return
-    for item in done:
-        extra = f", {item.appended} events appended" if item.appended else ""
-        console.print(f"{item.session_id}: {item.action} ({item.reason}{extra})")
-    if not done:
-        console.print("nothing to sweep: no session has an open turn without a writer")
+    else:
+        for item in done:
+            extra = f", {item.appended} events appended" if item.appended else ""
+            console.print(f"{item.session_id}: {item.action} ({item.reason}{extra})")
+        if not done:
+            console.print("nothing to sweep: no session has an open turn without a writer")
+        if failed:
+            click.echo(f"error: {failed} of {len(done)} repairs failed", err=True)
+    if failed:
+        sys.exit(EXIT_FINDINGS)
 
 
 @main.group("store")

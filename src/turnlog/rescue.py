@@ -30,8 +30,8 @@ from turnlog.formats.foreign import (
     read_tail,
     refuse_if_live,
 )
-from turnlog.formats.sniff import CLAUDE_CODE, CODEX, sniff
 from turnlog.formats.transcript import Transcript, is_reasoning_only
+from turnlog.sniff import CLAUDE_CODE, CODEX, sniff
 from turnlog.stores import Store
 from turnlog.transfer import write_events
 from turnlog.verdict import decide

@@ -14,7 +14,7 @@ from turnlog.fold import Message
 from turnlog.log import Log
 from turnlog.notices import NoticeStyle, framed
 from turnlog.recovery import Plan
-from turnlog.triage import DEFAULT_MAX_REVIVALS, already_told, refusal
+from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, refusal
 from turnlog.verdict import Wait
 
 # The notice's body; the model reads it inside the notification frame

@@ -84,7 +84,7 @@ def collect_tail(
         elif kind is ev.ToolResult:
             responded = True
         if anchor is None:
-            anchor = _anchor(data)
+            anchor = revival_anchor(data)
             if anchor is not None:
                 anchor_index = len(collected) - 1
         if boundary and said and responded:
@@ -96,7 +96,7 @@ def collect_tail(
         if revivals_older is not None:
             return collected, revivals_older(len(collected))
         for event in events:
-            older = _anchor(event.data)
+            older = revival_anchor(event.data)
             if older is not None:
                 return collected, older
         return collected, 0
@@ -123,8 +123,10 @@ def closes_earlier(start: ev.TurnStart) -> bool:
     return start.revivals is not None
 
 
-def _anchor(data: ev.EventData) -> int | None:
-    """The revivals up to and including this event, if it says."""
+def revival_anchor(data: ev.EventData) -> int | None:
+    """The revivals up to and including this event, if it says: the one
+    anchor rule, for the tail walk here and the JSONL store's byte search.
+    A `run_revived` carries its number, a stamped `turn_start` the count."""
     if isinstance(data, ev.RunRevived):
         return data.revival
     if isinstance(data, ev.TurnStart):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -426,3 +427,156 @@ class StoreContract:
 
         asyncio.run(main())
         store.writer("s1").close()
+
+    # -- the whole-session write, check modes, fast paths, processes -------------
+
+    def test_a_whole_session_write_is_atomic(self, store: Store) -> None:
+        # Long enough to span batches: the damage is found after the first
+        # batch went to the store, and nothing of it may stay.
+        filler = [
+            Event(seq=len(LOG) + i, data=ev.UserMessage(content=f"m{i}"), ts=_TS)
+            for i in range(2500)
+        ]
+        broken = [*LOG, *filler[:2000], *filler[2001:]]
+        with pytest.raises(turnlog.UsageError, match="contiguous"):
+            store.write_session(broken)
+        assert store.sessions() == [] and not store.exists("s1")
+        assert store.write_session([*LOG, *filler]) == len(LOG) + len(filler)
+        assert store.read("s1") == [*LOG, *filler]
+        assert store.lock_holder("s1") is None
+        with pytest.raises(turnlog.SessionExistsError):
+            store.write_session(LOG)
+        with pytest.raises(turnlog.UsageError):
+            store.write_session([])
+
+    def test_the_check_mode_is_validated_and_the_tail_handed_back(self, store: Store) -> None:
+        self.populate(store)
+        with pytest.raises(turnlog.UsageError, match="check"):
+            store.writer("s1", check="fast")
+        assert store.lock_holder("s1") is None
+        with store.writer("s1", check="tail") as writer:
+            assert writer.tail is not None
+            assert writer.tail.verdict() == turnlog.verdict(LOG)
+            assert writer.next_seq == len(LOG)
+        with store.writer("s1", check="full") as writer:
+            assert writer.next_seq == len(LOG)
+
+    def test_the_single_event_fast_path_writes_what_the_batch_path_writes(
+        self, store: Store
+    ) -> None:
+        # `append_one` is each store's hot path; `append` of one event is the
+        # default it must agree with, event for event and refusal for refusal.
+        for session_id, one in (("fast", True), ("batch", False)):
+            events = [
+                msgspec.structs.replace(
+                    event,
+                    data=ev.Session(session_id=session_id, created_at=_TS)
+                    if event.seq == 0
+                    else event.data,
+                )
+                for event in LOG
+            ]
+            with store.create(events[0]) as writer:
+                for event in events[1:]:
+                    if one:
+                        writer.append_one(event, sync=event.seq % 2 == 0)
+                    else:
+                        writer.append((event,), expected_seq=event.seq, sync=event.seq % 2 == 0)
+                with pytest.raises(turnlog.SeqConflictError):
+                    if one:
+                        writer.append_one(events[3], sync=False)
+                    else:
+                        writer.append((events[3],), expected_seq=3, sync=False)
+                assert writer.next_seq == len(LOG)
+        fast, batch = store.read("fast"), store.read("batch")
+        assert (
+            [e.data for e in fast[1:]] == [e.data for e in batch[1:]] == [e.data for e in LOG[1:]]
+        )
+        assert store.sweep_candidates() == ["batch", "fast"]
+        verdicts = [
+            msgspec.structs.replace(store.read_tail(sid).verdict(), session=None)
+            for sid in ("fast", "batch")
+        ]
+        assert verdicts[0] == verdicts[1]
+        assert verdicts[0] == msgspec.structs.replace(turnlog.verdict(LOG), session=None)
+
+    #: False for a store another process cannot open (the memory store).
+    process_safe = True
+
+    def make_foreign(self, tmp_path: Path) -> tuple[Store, Path] | None:
+        """A store over another program's file (where session "s1" would be,
+        or the whole database), and that file; None for a store with no files."""
+        return None
+
+    def test_a_foreign_file_is_refused_and_left_as_it_was(self, tmp_path: Path) -> None:
+        made = self.make_foreign(tmp_path)
+        if made is None:
+            pytest.skip("the store keeps no files")
+        store, path = made
+        folder = path.parent
+
+        def snapshot() -> dict[str, bytes]:
+            return {entry.name: entry.read_bytes() for entry in sorted(folder.iterdir())}
+
+        before = snapshot()
+        attempts: list[Callable[[], object]] = [
+            lambda: store.read("s1"),
+            lambda: store.read_tail("s1"),
+            lambda: store.writer("s1"),
+            lambda: store.writer("s1", check="tail"),
+            lambda: store.create(LOG[0]),
+            lambda: store.write_session(LOG),
+        ]
+        with store:
+            for attempt in attempts:
+                with pytest.raises(turnlog.NotASessionError):
+                    attempt()
+                assert snapshot() == before
+
+    def test_processes_racing_for_one_writer_one_wins(self, store: Store) -> None:
+        if not self.process_safe:
+            pytest.skip("the store lives in this process only")
+        self.populate(store)
+        racers = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _RACER,
+                    store.url if ":" in store.url else f"jsonl:{store.url}",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        try:
+            answers = [racer.stdout.readline().strip() for racer in racers]  # type: ignore[union-attr]
+            assert sorted(answers) == ["got", "locked", "locked", "locked"], answers
+            (winner,) = [r for r, a in zip(racers, answers, strict=True) if a == "got"]
+            assert store.lock_holder("s1") is not None
+        finally:
+            for racer in racers:
+                if racer.stdin is not None:
+                    racer.stdin.close()
+                racer.wait(timeout=60)
+        assert [racer.returncode for racer in racers] == [0, 0, 0, 0]
+        assert winner.returncode == 0 and store.lock_holder("s1") is None
+
+
+# A racer: takes the writer of session s1 or is refused, and says which; the
+# winner holds the writer until its stdin closes, so every other racer, however
+# late it starts, finds it held.
+_RACER = """
+import sys, turnlog
+store, _ = turnlog.open_store(sys.argv[1])
+try:
+    writer = store.writer("s1", check="tail")
+except turnlog.SessionLockedError:
+    print("locked", flush=True)
+    sys.exit(0)
+print("got", flush=True)
+sys.stdin.read()
+writer.close()
+"""

@@ -16,9 +16,9 @@ from turnlog.errors import (
 from turnlog.events import Content, Origin
 from turnlog.log import Log
 from turnlog.log import open as open_log
+from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, refusal
 from turnlog.revival import Revival, revive
 from turnlog.stores import Store, child_session_id, open_store
-from turnlog.triage import DEFAULT_MAX_REVIVALS, already_told, refusal
 from turnlog.verdict import Verdict, Wait
 
 # A tree is opened whole (every session's writer lock is taken before anything

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
@@ -18,13 +18,11 @@ from turnlog.errors import (
     UnreadableRecordError,
     UsageError,
 )
-from turnlog.fold import Message, OpenTurn
 from turnlog.recovery import Plan, plan_verdict
+from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, refusal
 from turnlog.selfcheck import recovery_exports
 from turnlog.stores import Holder, Store, open_store
 from turnlog.verdict import OwedCall, Verdict, decide
-
-DEFAULT_MAX_REVIVALS: Final = 3
 
 
 class OpenTurnRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,47 +50,6 @@ class Inspection(msgspec.Struct, frozen=True, kw_only=True):
     last_activity: str | None = None
     path: str | None = None
     bytes_read: int = 0
-
-
-def already_told(last: Message | None, turn: OpenTurn | None) -> bool:
-    """True when the session was revived and has not been run on since.
-
-    That is: the newest message of the transcript is the revival notice (a
-    `user_message` with `injected: "revival"`), and no turn or step started
-    after it (no open turn, or one that, with its open step, began before the
-    notice: a tree revival keeps a parent's turn open for its children). Both
-    are exact from a tail fold (`Fold.last_message()`, `Fold.open_turn`). A
-    loop that runs on writes a `turn_start` (or, resuming a turn, a
-    `step_start`) before the model speaks, so a session it crashed again is
-    not mistaken for one still waiting; results answering the waits the
-    revival left pending come after the notice but are placed before it in
-    the transcript, so they do not count as running on.
-    """
-    if last is None or last.role != "user" or last.injected != "revival":
-        return False
-    if turn is None:
-        return True
-    if turn.seq > last.seq:
-        return False
-    return turn.open_step is None or turn.open_step.seq < last.seq
-
-
-def refusal(found: Verdict, max_revivals: int, *, told: bool = False) -> str | None:
-    """Why a session may not be revived, or None: the one rule `inspect`,
-    `revive` and `revive_tree` share.
-
-    `told` (see `already_told`) lifts the cap: a session already revived and
-    not yet run on spends nothing more, it is only carried on.
-    """
-    if found.empty:
-        return "empty"
-    if found.finished:
-        return "finished"
-    if max_revivals == 0:
-        return "revival_disabled"
-    if found.revivals >= max_revivals and not told:
-        return "revival_cap"
-    return None
 
 
 def status_of(

@@ -1,5 +1,5 @@
 """Transcripts other tools write: recognising them, and (later) reading them."""
 
-from turnlog.formats.sniff import sniff
+from turnlog.sniff import sniff
 
 __all__ = ["sniff"]

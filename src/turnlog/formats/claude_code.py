@@ -11,8 +11,8 @@ from turnlog.damage import Problem
 from turnlog.errors import InvalidSessionIdError, TurnlogError, UsageError
 from turnlog.events import ToolCall
 from turnlog.formats.foreign import ForeignFileError, Parsed, open_regular, parse, read_file
-from turnlog.formats.sniff import CLAUDE_CODE
 from turnlog.formats.transcript import Builder, Call, Transcript, text_of
+from turnlog.sniff import CLAUDE_CODE
 from turnlog.stores.base import child_session_id, validate_agent_id, validate_session_id
 
 INTERRUPT_PREFIX: Final = "[Request interrupted by user"

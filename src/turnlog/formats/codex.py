@@ -11,8 +11,8 @@ from turnlog.damage import Problem
 from turnlog.errors import InvalidSessionIdError
 from turnlog.events import ToolCall
 from turnlog.formats.foreign import Parsed, parse, read_file
-from turnlog.formats.sniff import CODEX
 from turnlog.formats.transcript import Builder, Call, Transcript, text_of
+from turnlog.sniff import CODEX
 from turnlog.stores.base import validate_session_id
 
 # Items the model writes; consecutive ones form one assistant message.

@@ -15,7 +15,7 @@ import msgspec
 
 from turnlog.damage import Problem, TornTail
 from turnlog.errors import SessionLockedError, TurnlogError, UsageError
-from turnlog.formats.sniff import CLAUDE_CODE, CODEX
+from turnlog.sniff import CLAUDE_CODE, CODEX
 from turnlog.stores.sidecar import move_torn_tail
 
 # A transcript modified this recently may still be written by its tool. Codex

@@ -10,7 +10,9 @@ from turnlog.errors import SessionNotFoundError, UsageError
 from turnlog.stores.base import (
     AGENTS_SUFFIX,
     Holder,
+    NotAStoreError,
     Store,
+    StoreNotFoundError,
     StoreWriter,
     child_session_id,
     parent_session_id,
@@ -26,10 +28,13 @@ __all__ = [
     "Holder",
     "JSONLStore",
     "MemoryStore",
+    "NotAStoreError",
     "SQLiteStore",
     "Store",
+    "StoreNotFoundError",
     "StoreWriter",
     "child_session_id",
+    "existing_store",
     "open_store",
     "parent_session_id",
     "register_backend",
@@ -156,6 +161,15 @@ def resolve_session(session: str, store_url: str | None = None) -> tuple[Store, 
             hint="list sessions with `turnlog ls --store DIR`, or pass the .jsonl path",
         )
     return store, session
+
+
+def existing_store(store_url: str | None = None) -> Store:
+    """`store_from_url` for a command that only reads or repairs: a store that
+    is not there (a mistyped directory, a database without turnlog's schema)
+    raises `StoreNotFoundError`, and nothing is created for it."""
+    store = store_from_url(store_url)
+    store.require()
+    return store
 
 
 def store_from_url(store_url: str | None = None) -> Store:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Final
+from typing import Final, Self
 
 import msgspec
 
@@ -15,10 +15,13 @@ from turnlog.damage import Problem, Scan, TornTail
 from turnlog.errors import (
     CorruptLogError,
     InvalidSessionIdError,
+    NotASessionError,
     SeqConflictError,
     UnreadableRecordError,
+    UsageError,
 )
 from turnlog.events import Event
+from turnlog.stores import holders
 from turnlog.tail import Tail, collect_tail
 
 # Portable on every filesystem and safe as a file name: no separators, no
@@ -100,6 +103,21 @@ def parent_session_id(session_id: str) -> str | None:
     return head[: -len(AGENTS_SUFFIX)]
 
 
+class StoreNotFoundError(UsageError):
+    """A store URL that names nothing: a mistyped path is an error, never an empty store."""
+
+    hint = "check the store URL; `turnlog store init URL` creates a store"
+
+
+class NotAStoreError(NotASessionError):
+    """A database or folder that holds something other than turnlog's: never touched."""
+
+    hint = (
+        "turnlog only reads and writes its own stores; this one was left as it was. "
+        "`turnlog store init URL` creates a store in an empty or new database"
+    )
+
+
 def seq_conflict(session_id: str, expected: int, actual: int) -> SeqConflictError:
     """The refusal of an append whose first seq is not the session's next."""
     return SeqConflictError(
@@ -109,17 +127,70 @@ def seq_conflict(session_id: str, expected: int, actual: int) -> SeqConflictErro
     )
 
 
-# The payloads that move a tail fact; every other event leaves them as they are.
-TAIL_FACT_TYPES: Final = frozenset({ev.TurnStart, ev.TurnEnd, ev.RunRevived})
+# Events go to a store in batches this size when a whole session is written:
+# one write (or one statement) each, and memory bounded by a batch.
+WRITE_BATCH_EVENTS: Final = 1000
 
 
-def tail_facts(events: Sequence[Event]) -> tuple[tuple[int | None] | None, int]:
-    """What appending these events does to a session's tail facts, for stores
-    that keep them beside the events: how the open turn moves (None if the
-    events hold no turn boundary, else the new open turn's start seq, None
-    once it ended) and how many revivals they add."""
+# What a writer checks when it opens: every record, or the tail only.
+CHECK_MODES: Final = ("full", "tail")
+
+
+def validate_check(check: object) -> str:
+    """The `check=` a writer is opened with, refused unless it is one of `CHECK_MODES`."""
+    if check not in CHECK_MODES:
+        raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
+    return str(check)
+
+
+def validate_header(header: Event) -> str:
+    """The id of the session `header` creates; refuses anything but a
+    `session` header at seq 0."""
+    if header.seq != 0 or not isinstance(header.data, ev.Session):
+        raise UsageError("a session is created from its 'session' header at seq 0")
+    return validate_session_id(header.data.session_id)
+
+
+def first_of_session(stream: Iterator[Event]) -> tuple[Event, str]:
+    """The header a whole-session write starts with, taken from `stream`, and
+    the session's id."""
+    header = next(stream, None)
+    if header is None:
+        raise UsageError("no events to write: a session starts with its header")
+    return header, validate_header(header)
+
+
+def batched(stream: Iterator[Event], size: int = WRITE_BATCH_EVENTS) -> Iterator[list[Event]]:
+    """`stream` in lists of at most `size` events."""
+    batch: list[Event] = []
+    for event in stream:
+        batch.append(event)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def check_contiguous(events: Sequence[Event], expected_seq: int) -> None:
+    """Refuse a batch whose seqs do not run on from `expected_seq` one by one."""
+    for offset, event in enumerate(events):
+        if event.seq != expected_seq + offset:
+            raise UsageError(
+                f"events must be contiguous: got seq {event.seq}, expected {expected_seq + offset}"
+            )
+
+
+# The payloads that move the open turn; every other event leaves it as it is.
+TAIL_FACT_TYPES: Final = frozenset({ev.TurnStart, ev.TurnEnd})
+
+
+def open_turn_change(events: Sequence[Event]) -> tuple[int | None] | None:
+    """How appending these events moves a session's open turn, for stores
+    that keep it beside the events (an index of crashed sessions): None if
+    they hold no turn boundary, else a 1-tuple of the new open turn's start
+    seq, or of None once it ended."""
     change: tuple[int | None] | None = None
-    revivals = 0
     for event in events:
         data = event.data
         if type(data) not in TAIL_FACT_TYPES:
@@ -128,9 +199,7 @@ def tail_facts(events: Sequence[Event]) -> tuple[tuple[int | None] | None, int]:
             change = (event.seq,)
         elif isinstance(data, ev.TurnEnd):
             change = (None,)
-        elif isinstance(data, ev.RunRevived):
-            revivals += 1
-    return change, revivals
+    return change
 
 
 class Holder(msgspec.Struct, frozen=True, kw_only=True):
@@ -150,6 +219,28 @@ class Holder(msgspec.Struct, frozen=True, kw_only=True):
 
 class StoreWriter(abc.ABC):
     """Exclusive write access to one session; the lock lives as long as this does."""
+
+    # Set at construction: the tail the store read under the writer's lock,
+    # and the lock's key among this process's writers once `hold` recorded it.
+    _tail: Tail | None = None
+    _held: Hashable | None = None
+
+    def __init__(self, *, tail: Tail | None = None) -> None:
+        self._tail = tail
+        self._held = None
+
+    def hold(self, key: Hashable, site: str | None) -> Self:
+        """Record this writer as this process's holder of the session's lock
+        (and the line that opened it), so a second handle is told where the
+        first was opened; `release_hold` undoes it when the writer closes."""
+        self._held = key
+        holders.hold(key, self, site)
+        return self
+
+    def release_hold(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            holders.release(held, self)
 
     @abc.abstractmethod
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
@@ -176,9 +267,6 @@ class StoreWriter(abc.ABC):
     def torn_tail(self) -> TornTail | None:
         """The torn tail quarantined when this writer opened, if any."""
         return None
-
-    # Set by a store that read the tail under the writer's lock.
-    _tail: Tail | None = None
 
     @property
     def tail(self) -> Tail | None:
@@ -216,6 +304,24 @@ class Store(abc.ABC):
         The header is durable when this returns. Raises `SessionExistsError`.
         """
 
+    def write_session(self, events: Iterable[Event]) -> int:
+        """Write a whole session of prebuilt events (header first, seqs from 0)
+        as they are, and return the count. Atomic where the store can be: the
+        session appears whole or not at all, so a write that fails half way
+        (a full disk) leaves nothing that passes for a crashed session, and
+        the retry is not refused as "already exists". Raises
+        `SessionExistsError`. This default, for stores that hold nothing
+        across a crash (memory), creates and appends in batches."""
+        stream = iter(events)
+        header, _ = first_of_session(stream)
+        count = 1
+        with self.create(header) as writer:
+            for batch in batched(stream):
+                writer.append(batch, expected_seq=batch[0].seq, sync=False)
+                count += len(batch)
+            writer.sync()
+        return count
+
     @abc.abstractmethod
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         """Take the session's writer lock. Raises `SessionLockedError` when a
@@ -244,7 +350,20 @@ class Store(abc.ABC):
         """Who holds the session's writer lock, or None when no live writer does."""
 
     def init(self) -> None:  # noqa: B027 - most stores make themselves on first use
-        """Make the store ready (a directory, a schema); idempotent."""
+        """Make the store ready (a directory, a schema); idempotent. Refuses
+        (`NotAStoreError`) a database that holds another application's data."""
+
+    def present(self) -> bool:
+        """Whether the store is there to read: a directory, a database with
+        turnlog's schema. Never creates anything; raises `NotAStoreError` for
+        something that is not a turnlog store. Read-only commands check it
+        first, so a mistyped URL is an error, not an empty store."""
+        return True
+
+    def require(self) -> None:
+        """Raise `StoreNotFoundError` unless the store is there to read."""
+        if not self.present():
+            raise StoreNotFoundError(f"no turnlog store at {self.url}")
 
     def sweep_candidates(self) -> list[str]:
         """Sessions that may hold an open turn: every session, unless the store

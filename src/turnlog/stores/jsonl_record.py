@@ -1,4 +1,5 @@
-"""One JSONL line: an event's JSON with a fixed-width CRC-32 as its last member."""
+"""One stored line (JSONL, or an SQL row's line): its checksummed encoding, and the one rule
+that says whether a line is a record, damage that may be a torn tail, or unreadable."""
 
 from __future__ import annotations
 
@@ -100,6 +101,34 @@ def decode_line(
     if crc is None and crc_member:
         raise FormatError("a crc member that is not the last member", line=line_number)
     return event, crc is True
+
+
+def classify_line(
+    raw: bytes, *, checksummed: bool, line_number: int | None = None
+) -> tuple[Event, bool] | None:
+    """The one torn/corrupt/unreadable decision, which the forward reader, the
+    backward reader and the SQL stores' rows all make through here.
+
+    `raw` is a line as read, with its newline if it had one. Returns None for
+    a blank line (not a record: hand-written files have them), else the event
+    and whether it carried a checksum. Raises `FormatError` for bytes that
+    cannot be a finished record (over the line limit, no newline, a checksum
+    that does not match, JSON cut short): where nothing sound follows them,
+    a torn tail. Raises `UnreadableRecordError` (a `FormatError`) for a
+    complete record this turnlog cannot understand: refused, never cut away.
+    """
+    size = len(raw)
+    if size > MAX_LINE_BYTES:
+        raise FormatError(
+            f"line of {size} bytes or more is over the {MAX_LINE_BYTES}-byte limit",
+            line=line_number,
+        )
+    if raw[-1:] != b"\n":
+        raise FormatError("unterminated record (no newline)", line=line_number)
+    line = raw[:-1]
+    if not line.strip(b" \t\r"):
+        return None
+    return decode_line(line, checksummed=checksummed, line_number=line_number)
 
 
 def _is_json_object(line: bytes) -> bool:

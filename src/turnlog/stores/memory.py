@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from turnlog.errors import (
     SeqConflictError,
@@ -14,35 +14,46 @@ from turnlog.errors import (
 )
 from turnlog.events import Event, encode_event
 from turnlog.stores import holders
-from turnlog.stores.base import Holder, Store, StoreWriter, validate_session_id
+from turnlog.stores.base import (
+    Holder,
+    Store,
+    StoreWriter,
+    check_contiguous,
+    first_of_session,
+    validate_check,
+    validate_header,
+    validate_session_id,
+)
+from turnlog.tail import Tail
 
 
 class _MemoryWriter(StoreWriter):
-    def __init__(self, store: MemoryStore, session_id: str) -> None:
-        self._store = store
-        self._session_id = session_id
+    """The session's list of events, and how to give its lock back."""
+
+    def __init__(
+        self, log: list[Event], release: Callable[[], None], *, tail: Tail | None = None
+    ) -> None:
+        super().__init__(tail=tail)
+        self._log = log
+        self._release = release
         self._closed = False
 
     @property
     def next_seq(self) -> int:
-        return len(self._store._sessions[self._session_id])
+        return len(self._log)
 
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
         if self._closed:
             raise UsageError("append on a closed writer")
-        log = self._store._sessions[self._session_id]
+        log = self._log
         if expected_seq != len(log):
             raise SeqConflictError(
                 f"expected next seq {expected_seq}, the session's next seq is {len(log)}",
                 expected=expected_seq,
                 actual=len(log),
             )
-        for offset, event in enumerate(events):
-            if event.seq != expected_seq + offset:
-                raise UsageError(
-                    f"events must be contiguous: got seq {event.seq}, "
-                    f"expected {expected_seq + offset}"
-                )
+        check_contiguous(events, expected_seq)
+        for event in events:
             # The same bounds a persistent store applies to the same record.
             encode_event(event)
         log.extend(events)
@@ -53,9 +64,8 @@ class _MemoryWriter(StoreWriter):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            holders.release(self._store._held_key(self._session_id), self)
-            with self._store._mutex:
-                self._store._locked.discard(self._session_id)
+            self.release_hold()
+            self._release()
 
 
 class MemoryStore(Store):
@@ -69,26 +79,43 @@ class MemoryStore(Store):
         self._mutex = threading.Lock()
 
     def create(self, header: Event) -> StoreWriter:
-        session_id = validate_session_id(getattr(header.data, "session_id", None))
-        if header.seq != 0:
-            raise UsageError(f"a session header is seq 0, not {header.seq}")
+        session_id = validate_header(header)
         site = holders.caller_site()
         with self._mutex:
             if session_id in self._sessions:
                 raise SessionExistsError(f"session {session_id!r} already exists")
             self._sessions[session_id] = [header]
             self._locked.add(session_id)
-        return self._hold(_MemoryWriter(self, session_id), site)
+        writer = _MemoryWriter(self._sessions[session_id], self._releaser(session_id))
+        return writer.hold(self._held_key(session_id), site)
+
+    def write_session(self, events: Iterable[Event]) -> int:
+        """Atomic: every event is checked before the session appears."""
+        stream = iter(events)
+        header, session_id = first_of_session(stream)
+        log = [header, *stream]
+        check_contiguous(log, 0)
+        for event in log:
+            encode_event(event)
+        with self._mutex:
+            if session_id in self._sessions:
+                raise SessionExistsError(f"session {session_id!r} already exists")
+            self._sessions[session_id] = log
+        return len(log)
 
     def _held_key(self, session_id: str) -> tuple[str, int, str]:
         return ("memory", id(self), session_id)
 
-    def _hold(self, writer: _MemoryWriter, site: str | None) -> _MemoryWriter:
-        holders.hold(self._held_key(writer._session_id), writer, site)
-        return writer
+    def _releaser(self, session_id: str) -> Callable[[], None]:
+        def release() -> None:
+            with self._mutex:
+                self._locked.discard(session_id)
+
+        return release
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         validate_session_id(session_id)
+        validate_check(check)
         site = None if force else holders.caller_site()
         with self._mutex:
             if session_id not in self._sessions:
@@ -98,8 +125,11 @@ class MemoryStore(Store):
                 _, held_at = holders.held_here(self._held_key(session_id))
                 raise holders.held_here_error(session_id, self.url, held_at)
             self._locked.add(session_id)
-        writer = _MemoryWriter(self, session_id)
-        return writer if force else self._hold(writer, site)
+        # Nothing in memory can be damaged: both checks read what they must
+        # hand back, the tail for `check="tail"`.
+        tail = self.read_tail(session_id) if check == "tail" else None
+        writer = _MemoryWriter(self._sessions[session_id], self._releaser(session_id), tail=tail)
+        return writer if force else writer.hold(self._held_key(session_id), site)
 
     def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
         validate_session_id(session_id)

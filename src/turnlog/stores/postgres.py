@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import re
-import time
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from turnlog import events as ev
 from turnlog.errors import (
     LogPoisonedError,
     SessionExistsError,
     SessionLockedError,
-    SessionNotFoundError,
     StoreIOError,
     TurnlogError,
     UsageError,
@@ -22,14 +18,18 @@ from turnlog.stores import holders
 from turnlog.stores.base import (
     Holder,
     StoreWriter,
+    check_contiguous,
+    open_turn_change,
     seq_conflict,
-    tail_facts,
+    validate_header,
     validate_session_id,
 )
-from turnlog.stores.jsonl import LOCK_RETRY_S
 from turnlog.stores.jsonl_record import encode_line
-from turnlog.stores.rows import decode_row, refuse_gap
+from turnlog.stores.locks import retry_lock
+from turnlog.stores.postgres_url import SCHEMA_NAME, redact_dsn, split_url
+from turnlog.stores.rows import decode_row
 from turnlog.stores.sql import SQLStore
+from turnlog.tail import Tail
 
 if TYPE_CHECKING:
     import psycopg
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION: Final = 1
 # Rows fetched per round trip when a session is streamed.
 PAGE_EVENTS: Final = 1000
-_SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 # Every row carries its tenant, the role that wrote it; with row-level
 # security forced, a role sees, counts, appends to and sweeps only its own
@@ -102,15 +101,13 @@ def _translate(exc: Exception, action: str, where: str) -> TurnlogError:
 # An append that holds a turn boundary or a revival moves the session's tail
 # facts and inserts its events in one statement; the events' primary key
 # refuses a seq already taken, and the whole statement with it. The sessions
-# row's `next_seq` and `last_ts` are as of the last boundary: the events are
-# the truth for the next seq.
+# row's `next_seq`, `revivals` and `last_ts` were kept by earlier versions and
+# never read: they stay in the schema (version 1, shared by databases of every
+# version) and are no longer written; the events are the truth for the next seq.
 _MOVE: Final = """
 WITH moved AS (
     UPDATE turnlog_sessions
-    SET next_seq = %s,
-        open_turn_seq = CASE WHEN %s THEN %s ELSE open_turn_seq END,
-        revivals = revivals + %s,
-        last_ts = %s
+    SET open_turn_seq = CASE WHEN %s THEN %s ELSE open_turn_seq END
     WHERE tenant = current_user AND session_id = %s
     RETURNING session_id
 )"""
@@ -139,25 +136,30 @@ def _record(line: str) -> str:
     return line[: line.rindex(',"crc"')].rstrip("\n").replace("\\u0000", "\\u2400") + "}"
 
 
-def _redact(dsn: str) -> str:
-    return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", dsn)
-
-
 class _PostgresWriter(StoreWriter):
     """One session's writer: a connection of its own, holding the session's
     advisory lock for as long as it lives (the lock dies with it)."""
 
     def __init__(
-        self, store: PostgresStore, session_id: str, connection: psycopg.Connection[Any]
+        self,
+        connection: psycopg.Connection[Any],
+        *,
+        url: str,
+        session_id: str,
+        next_seq: int,
+        stored_next_seq: Callable[[], int],
+        tail: Tail | None = None,
     ) -> None:
-        self._store = store
+        super().__init__(tail=tail)
+        self._url = url
         self._session_id = session_id
         self._connection: psycopg.Connection[Any] | None = connection
-        self._next_seq = 0
+        self._next_seq = next_seq
+        # How to read the stored next seq when another writer (one forced past
+        # the lock) took a seq first.
+        self._stored_next_seq = stored_next_seq
         self._poisoned: BaseException | None = None
         self._synchronous_commit = "on"
-        # The lock this writer holds, in the registry of this process's writers.
-        self._held: Hashable | None = None
 
     @property
     def next_seq(self) -> int:
@@ -169,12 +171,7 @@ class _PostgresWriter(StoreWriter):
             raise UsageError("append on a closed writer")
         if self._poisoned is not None:
             raise LogPoisonedError(f"an earlier write failed ({self._poisoned})")
-        for offset, event in enumerate(events):
-            if event.seq != expected_seq + offset:
-                raise UsageError(
-                    f"events must be contiguous: got seq {event.seq}, "
-                    f"expected {expected_seq + offset}"
-                )
+        check_contiguous(events, expected_seq)
         if expected_seq != self._next_seq:
             raise seq_conflict(self._session_id, expected_seq, self._next_seq)
         seqs, lines, records = [], [], []
@@ -185,7 +182,7 @@ class _PostgresWriter(StoreWriter):
             records.append(_record(line))
         # The open turn after these events: None when they hold no boundary
         # (the stored one stays), else (the new start seq or NULL,).
-        turn_change, revivals = tail_facts(events)
+        turn_change = open_turn_change(events)
         mode = "on" if sync else "off"
         try:
             if mode != self._synchronous_commit:
@@ -193,35 +190,28 @@ class _PostgresWriter(StoreWriter):
                 # by the next synchronous commit.
                 connection.execute(f"SET synchronous_commit = {mode}")
                 self._synchronous_commit = mode
-            if len(events) == 1 and turn_change is None and not revivals:
+            if len(events) == 1 and turn_change is None:
                 connection.execute(_INSERT_ONE, (self._session_id, seqs[0], lines[0], records[0]))
             else:
                 # One statement, so one round trip and one implicit
                 # transaction: the tail facts and the events move together.
                 moved = (
-                    expected_seq + len(events),
                     turn_change is not None,
                     turn_change[0] if turn_change is not None else None,
-                    revivals,
-                    events[-1].ts if events else None,
                     self._session_id,
                 )
                 row = connection.execute(_APPEND, (*moved, seqs, lines, records)).fetchone()
                 if row is None or int(row[0]) != len(events):
-                    raise seq_conflict(
-                        self._session_id, expected_seq, self._store._next_seq(self._session_id)
-                    )
+                    raise seq_conflict(self._session_id, expected_seq, self._stored_next_seq())
         except TurnlogError:
             raise
         # The driver's classes are looked up only when a statement failed.
         except _driver().errors.UniqueViolation:
             # The seq is taken: another writer (one forced past the lock)
             # appended meanwhile. The statement changed nothing.
-            raise seq_conflict(
-                self._session_id, expected_seq, self._store._next_seq(self._session_id)
-            ) from None
+            raise seq_conflict(self._session_id, expected_seq, self._stored_next_seq()) from None
         except _driver().Error as exc:
-            raise _translate(exc, "append to", self._store.url) from exc
+            raise _translate(exc, "append to", self._url) from exc
         self._next_seq = expected_seq + len(events)
 
     def sync(self) -> None:
@@ -234,14 +224,13 @@ class _PostgresWriter(StoreWriter):
                 self._connection.execute("SET LOCAL synchronous_commit = on")
                 self._connection.execute("SELECT txid_current()")
         except _driver().Error as exc:
-            raise _translate(exc, "sync", self._store.url) from exc
+            raise _translate(exc, "sync", self._url) from exc
 
     def close(self) -> None:
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        if self._held is not None:
-            holders.release(self._held, self)
+        self.release_hold()
         try:
             # Released here, not when the server notices the connection is
             # gone (a backend exits asynchronously after the client closes).
@@ -261,28 +250,52 @@ class PostgresStore(SQLStore):
 
     def __init__(self, dsn: str, *, schema: str = "public") -> None:
         _driver()
-        if _SCHEMA_NAME.fullmatch(schema) is None:
+        if SCHEMA_NAME.fullmatch(schema) is None:
             raise UsageError(f"schema name {schema!r} is not allowed")
         self.dsn = dsn
         self.schema = schema
-        self.url = _redact(dsn) + ("" if schema == "public" else f"?schema={schema}")
+        self.url = redact_dsn(dsn, schema=schema)
         super().__init__()
         self._initialized = False
 
     # -- connections ---------------------------------------------------------------
 
-    def _connect(self) -> psycopg.Connection[Any]:
+    def _open(self) -> psycopg.Connection[Any]:
         psycopg = _driver()
         try:
             connection = psycopg.connect(self.dsn, autocommit=True)
             connection.execute("SELECT set_config('search_path', %s, false)", (self.schema,))
-            if not self._initialized:
-                self._init_schema(connection)
-        except TurnlogError:
-            raise
         except psycopg.Error as exc:
             raise _translate(exc, "connect to", self.url) from exc
         return connection  # type: ignore[no-any-return]
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        connection = self._open()
+        if not self._initialized:
+            try:
+                self._init_schema(connection)
+            except TurnlogError:
+                connection.close()
+                raise
+            except _driver().Error as exc:
+                connection.close()
+                raise _translate(exc, "connect to", self.url) from exc
+        return connection
+
+    def present(self) -> bool:
+        """Whether turnlog's tables are there, looked up without creating them."""
+        if self._initialized:
+            return True
+        connection = self._open()
+        try:
+            row = connection.execute(
+                "SELECT to_regclass('turnlog_schema_version') IS NOT NULL"
+            ).fetchone()
+        except _driver().Error as exc:
+            raise _translate(exc, "connect to", self.url) from exc
+        finally:
+            connection.close()
+        return bool(row and row[0])
 
     def _init_schema(self, connection: psycopg.Connection[Any]) -> None:
         with connection.transaction():
@@ -332,40 +345,35 @@ class PostgresStore(SQLStore):
         connection = self._connect()
         try:
             if not force:
-                # An inspector's probe holds the lock shared for an instant:
-                # retry briefly before calling the session locked.
-                deadline = time.monotonic() + LOCK_RETRY_S
-                while True:
+
+                def try_once() -> bool:
                     got = connection.execute(
                         f"SELECT pg_try_advisory_lock({self._LOCK_KEY})", (session_id,)
                     ).fetchone()
-                    if (got and got[0]) or time.monotonic() >= deadline:
-                        break
-                    time.sleep(0.005)
-                if not (got and got[0]):
-                    here, site = holders.held_here(self._held_key(session_id))
-                    if here:
-                        raise holders.held_here_error(session_id, self.url, site)
-                    holder = self.lock_holder(session_id)
-                    where = holder.describe() if holder is not None else "another worker"
-                    raise SessionLockedError(
-                        f"session {session_id!r} in {self.url} is being written by {where}"
-                    )
+                    return bool(got and got[0])
+
+                retry_lock(try_once, lambda: self._locked(session_id))
         except BaseException:
             connection.close()
             raise
         return connection
 
-    def _held_key(self, session_id: str) -> Hashable:
+    def _locked(self, session_id: str) -> SessionLockedError:
+        """The refusal of a writer: this process's own (and where it was
+        opened), or another worker's."""
+        here, site = holders.held_here(self._held_key(session_id))
+        if here:
+            return holders.held_here_error(session_id, self.url, site)
+        holder = self.lock_holder(session_id)
+        where = holder.describe() if holder is not None else "another worker"
+        return SessionLockedError(
+            f"session {session_id!r} in {self.url} is being written by {where}"
+        )
+
+    def _held_key(self, session_id: str, lock: object = None) -> Hashable:
         """The session's lock among this process's writers: the same server,
         role and schema (as the connection string names them) and session."""
         return ("postgresql", self.dsn, self.schema, session_id)
-
-    def _hold(self, writer: _PostgresWriter, site: str | None) -> _PostgresWriter:
-        """Record the writer as this process's holder of the session's lock."""
-        writer._held = self._held_key(writer._session_id)
-        holders.hold(writer._held, writer, site)
-        return writer
 
     def lock_holder(self, session_id: str) -> Holder | None:
         validate_session_id(session_id)
@@ -395,20 +403,37 @@ class PostgresStore(SQLStore):
 
     # -- writing -------------------------------------------------------------------
 
+    def _writer(
+        self,
+        connection: psycopg.Connection[Any],
+        session_id: str,
+        *,
+        next_seq: int,
+        tail: Tail | None = None,
+    ) -> _PostgresWriter:
+        return _PostgresWriter(
+            connection,
+            url=self.url,
+            session_id=session_id,
+            next_seq=next_seq,
+            stored_next_seq=lambda: self._next_seq(session_id),
+            tail=tail,
+        )
+
     def create(self, header: Event) -> StoreWriter:
-        if header.seq != 0 or not isinstance(header.data, ev.Session):
-            raise UsageError("a session is created from its 'session' header at seq 0")
-        session_id = validate_session_id(header.data.session_id)
+        session_id = validate_header(header)
         site = holders.caller_site()
         connection = self._take_lock(session_id, force=False)
-        writer = _PostgresWriter(self, session_id, connection)
+        writer = self._writer(connection, session_id, next_seq=1)
         line = encode_line(header).decode()
         try:
             with connection.transaction():
+                # `next_seq` (NOT NULL in databases of every version) is no
+                # longer kept: the events are the truth for it.
                 inserted = connection.execute(
-                    "INSERT INTO turnlog_sessions (session_id, next_seq, last_ts) "
-                    "VALUES (%s, 1, %s) ON CONFLICT DO NOTHING RETURNING 1",
-                    (session_id, header.ts),
+                    "INSERT INTO turnlog_sessions (session_id, next_seq) "
+                    "VALUES (%s, 0) ON CONFLICT DO NOTHING RETURNING 1",
+                    (session_id,),
                 ).fetchone()
                 if inserted is None:
                     raise SessionExistsError(f"session {session_id!r} already exists in {self.url}")
@@ -422,28 +447,58 @@ class PostgresStore(SQLStore):
             if isinstance(exc, _driver().Error):
                 raise _translate(exc, "create a session in", self.url) from exc
             raise
-        writer._next_seq = 1
-        return self._hold(writer, site)
+        return writer.hold(self._held_key(session_id), site)
 
-    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
-        if check not in ("full", "tail"):
-            raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-        site = None if force else holders.caller_site()
-        connection = self._take_lock(session_id, force=force)
-        writer = _PostgresWriter(self, session_id, connection)
+    def _lock_session(self, session_id: str, *, force: bool) -> psycopg.Connection[Any]:
+        return self._take_lock(session_id, force=force)
+
+    def _release_lock(self, lock: psycopg.Connection[Any]) -> None:
         try:
-            if check == "full":
-                self.read(session_id)
-            else:
-                writer._tail = self.read_tail(session_id)
-            writer._next_seq = self._next_seq(session_id)
-        except BaseException:
-            writer.close()
-            raise
-        # A forced writer holds no lock: nothing to record.
-        return writer if force else self._hold(writer, site)
+            # Released here, not when the server notices the connection is
+            # gone (a backend exits asynchronously after the client closes).
+            if not lock.closed and not lock.broken:
+                lock.execute("SELECT pg_advisory_unlock_all()")
+        except _driver().Error:
+            pass  # the lock ends with the connection anyway
+        finally:
+            lock.close()
+
+    def _open_writer(
+        self, lock: psycopg.Connection[Any], session_id: str, *, next_seq: int, tail: Tail | None
+    ) -> StoreWriter:
+        return self._writer(lock, session_id, next_seq=next_seq, tail=tail)
+
+    def _write_whole(
+        self, lock: psycopg.Connection[Any], session_id: str, batches: Iterator[list[Event]]
+    ) -> None:
+        open_turn: int | None = None
+        try:
+            with lock.transaction():
+                inserted = lock.execute(
+                    "INSERT INTO turnlog_sessions (session_id, next_seq) VALUES (%s, 0) "
+                    "ON CONFLICT DO NOTHING RETURNING 1",
+                    (session_id,),
+                ).fetchone()
+                if inserted is None:
+                    raise SessionExistsError(f"session {session_id!r} already exists in {self.url}")
+                with lock.cursor() as cursor:
+                    for batch in batches:
+                        change = open_turn_change(batch)
+                        if change is not None:
+                            open_turn = change[0]
+                        rows = []
+                        for event in batch:
+                            line = encode_line(event).decode()
+                            rows.append((session_id, event.seq, line, _record(line)))
+                        cursor.executemany(_INSERT_ONE, rows)
+                if open_turn is not None:
+                    lock.execute(
+                        "UPDATE turnlog_sessions SET open_turn_seq = %s "
+                        "WHERE tenant = current_user AND session_id = %s",
+                        (open_turn, session_id),
+                    )
+        except _driver().Error as exc:
+            raise _translate(exc, "write a session to", self.url) from exc
 
     def _next_seq(self, session_id: str) -> int:
         """The seq the next append takes: the events are the truth (the
@@ -464,27 +519,14 @@ class PostgresStore(SQLStore):
             (session_id, bound),
         )
 
-    def iter_events(self, session_id: str) -> Iterator[Event]:
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-        expected = 0
-        while page := self._page(session_id, expected, descending=False):
+    def _rows(self, session_id: str, *, descending: bool = False) -> Iterator[tuple[int, object]]:
+        # A page at a time, each a query of its own: a stream holds no
+        # connection between pages.
+        bound = 2**62 if descending else 0
+        while bound >= 0 and (page := self._page(session_id, bound, descending=descending)):
             for seq, line in page:
-                if seq != expected:
-                    refuse_gap(self.url, session_id, expected, seq)
-                yield decode_row(self.url, session_id, seq, line)
-                expected += 1
-
-    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
-        bound = 2**62
-        expected: int | None = None
-        while bound >= 0 and (page := self._page(session_id, bound, descending=True)):
-            for seq, line in page:
-                if expected is not None and seq != expected:
-                    refuse_gap(self.url, session_id, expected, seq)
-                yield decode_row(self.url, session_id, seq, line)
-                expected = seq - 1
-            bound = int(page[-1][0]) - 1
+                yield int(seq), line
+            bound = int(page[-1][0]) + (-1 if descending else 1)
 
     def read_header(self, session_id: str) -> Event | None:
         rows = self._page(validate_session_id(session_id), 0, descending=False)[:1]
@@ -520,14 +562,5 @@ class PostgresStore(SQLStore):
 def store_from_url(url: str) -> PostgresStore:
     """`postgresql://user:pass@host:port/db[?schema=NAME]`: the schema is
     turnlog's own parameter; everything else goes to libpq as it is."""
-    base, _, query = url.partition("?")
-    schema = "public"
-    rest = []
-    for item in filter(None, query.split("&")):
-        key, _, value = item.partition("=")
-        if key == "schema":
-            schema = value
-        else:
-            rest.append(item)
-    dsn = base + ("?" + "&".join(rest) if rest else "")
+    dsn, schema = split_url(url)
     return PostgresStore(dsn, schema=schema)

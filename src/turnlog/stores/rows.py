@@ -6,7 +6,7 @@ from typing import NoReturn
 
 from turnlog.errors import CorruptLogError, FormatError, UnreadableRecordError
 from turnlog.events import Event
-from turnlog.stores.jsonl_record import decode_line, decode_sound_line
+from turnlog.stores.jsonl_record import classify_line, decode_sound_line
 
 
 def decode_row(where: str, session_id: str, seq: int, line: object) -> Event:
@@ -23,7 +23,12 @@ def decode_row(where: str, session_id: str, seq: int, line: object) -> Event:
     if event is not None and event.seq == seq:
         return event
     try:
-        event, _ = decode_line(line, checksummed=True)
+        # The rule every reader applies: a row is a whole line, so damage in
+        # it is corrupt (a database has no torn tail), never torn.
+        record = classify_line(line + b"\n", checksummed=True)
+        if record is None:
+            raise FormatError("a blank line, not a record")
+        event, _ = record
     except UnreadableRecordError as exc:
         raise UnreadableRecordError(
             f"session {session_id!r} seq {seq}: {exc.detail}", path=where

@@ -1,17 +1,28 @@
 """What the SQL stores share: reading connections lent to any thread, queries with their
-driver's errors translated, and reads built on streaming events."""
+driver's errors translated, and streaming reads whose rows are checked as one rule says."""
 
 from __future__ import annotations
 
 import abc
+import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-from turnlog.errors import TurnlogError, UsageError
+from turnlog.errors import SessionNotFoundError, TurnlogError, UsageError
 from turnlog.events import Event
-from turnlog.stores.base import Store
+from turnlog.stores import holders
+from turnlog.stores.base import (
+    Store,
+    StoreWriter,
+    batched,
+    check_contiguous,
+    first_of_session,
+    validate_check,
+)
+from turnlog.stores.rows import decode_row, refuse_gap
+from turnlog.tail import Tail
 
 # Idle reading connections kept for reuse; more than this are closed when
 # given back (each is a file handle, or a server backend for PostgreSQL).
@@ -102,6 +113,103 @@ class SQLStore(Store):
             self._generation += 1
         for connection in idle:
             connection.close()
+
+    # -- writing: the template every SQL backend fills in -------------------------
+
+    @abc.abstractmethod
+    def _lock_session(self, session_id: str, *, force: bool) -> Any:
+        """Take the session's writer lock (with `force`, only open what holds
+        it) and return the handle that keeps it: a lock file, a connection."""
+
+    @abc.abstractmethod
+    def _release_lock(self, lock: Any) -> None:
+        """Give the lock back (an error path: a writer releases its own)."""
+
+    @abc.abstractmethod
+    def _held_key(self, session_id: str, lock: Any) -> Hashable:
+        """The lock's key among this process's writers."""
+
+    @abc.abstractmethod
+    def _open_writer(
+        self, lock: Any, session_id: str, *, next_seq: int, tail: Tail | None
+    ) -> StoreWriter:
+        """The session's writer, keeping `lock` for its life."""
+
+    @abc.abstractmethod
+    def _next_seq(self, session_id: str) -> int:
+        """The seq the next append takes: the events are the truth."""
+
+    @abc.abstractmethod
+    def _write_whole(self, lock: Any, session_id: str, batches: Iterator[list[Event]]) -> None:
+        """The session row and every batch of events in one transaction;
+        `SessionExistsError` when the session is there already."""
+
+    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
+        validate_check(check)
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        site = None if force else holders.caller_site()
+        lock = self._lock_session(session_id, force=force)
+        try:
+            # The same checks a JSONL writer makes, on the records it reads:
+            # every one, streamed, or the tail, handed to the writer.
+            tail = None
+            if check == "full":
+                for _ in self.iter_events(session_id):
+                    pass
+            else:
+                tail = self.read_tail(session_id)
+            next_seq = self._next_seq(session_id)
+            writer = self._open_writer(lock, session_id, next_seq=next_seq, tail=tail)
+        except BaseException:
+            self._release_lock(lock)
+            raise
+        # A forced writer holds no lock: nothing to record.
+        return writer if force else writer.hold(self._held_key(session_id, lock), site)
+
+    def write_session(self, events: Iterable[Event]) -> int:
+        """The whole session in one transaction, under the session's lock: it
+        appears whole or not at all."""
+        stream = iter(events)
+        header, session_id = first_of_session(stream)
+        self.init()
+        count = 0
+
+        def checked() -> Iterator[list[Event]]:
+            nonlocal count
+            for batch in batched(itertools.chain((header,), stream)):
+                check_contiguous(batch, count)
+                count += len(batch)
+                yield batch
+
+        lock = self._lock_session(session_id, force=False)
+        try:
+            self._write_whole(lock, session_id, checked())
+        finally:
+            self._release_lock(lock)
+        return count
+
+    # -- reading ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _rows(self, session_id: str, *, descending: bool = False) -> Iterator[tuple[int, object]]:
+        """(seq, line) of every stored event of the session, in seq order."""
+
+    def iter_events(self, session_id: str) -> Iterator[Event]:
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        for expected, (seq, line) in enumerate(self._rows(session_id)):
+            if seq != expected:
+                refuse_gap(self.url, session_id, expected, seq)
+            yield decode_row(self.url, session_id, seq, line)
+
+    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
+        expected: int | None = None
+        for seq, line in self._rows(session_id, descending=True):
+            if expected is not None and seq != expected:
+                refuse_gap(self.url, session_id, expected, seq)
+            yield decode_row(self.url, session_id, seq, line)
+            expected = seq - 1
 
     def read(self, session_id: str, from_seq: int = 0) -> list[Event]:
         if from_seq < 0:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
-import time
-from collections.abc import Hashable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Final
 
-from turnlog import events as ev
 from turnlog.errors import (
     LogPoisonedError,
     SessionExistsError,
     SessionLockedError,
-    SessionNotFoundError,
     StoreIOError,
     TurnlogError,
     UsageError,
@@ -24,26 +21,31 @@ from turnlog.stores import holders
 from turnlog.stores.base import (
     TAIL_FACT_TYPES,
     Holder,
+    StoreNotFoundError,
     StoreWriter,
+    check_contiguous,
+    open_turn_change,
     seq_conflict,
-    tail_facts,
+    validate_header,
     validate_session_id,
 )
-from turnlog.stores.jsonl import LOCK_RETRY_S, lock_pid
 from turnlog.stores.jsonl_record import encode_line
-from turnlog.stores.rows import decode_row, refuse_gap
+from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
+from turnlog.stores.rows import decode_row
 from turnlog.stores.sql import SQLStore
+from turnlog.stores.sqlite_file import BUSY_TIMEOUT_MS, probe, translate
+from turnlog.tail import Tail
 
 SCHEMA_VERSION: Final = 1
-# How long a writer waits for another connection's write transaction.
-BUSY_TIMEOUT_MS: Final = 10_000
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    # The tail facts, kept in the same transaction as the events that change
-    # them, so "the open turn of X" and "every session with an open turn" are
-    # look-ups. `next_seq` and `last_ts` are as of the last turn boundary: the
-    # events table is the truth for the next seq.
+    # The open turn, kept in the same transaction as the events that move it,
+    # so "every session with an open turn" is an index look-up. `next_seq`,
+    # `revivals` and `last_ts` were kept by earlier versions and never read:
+    # they stay, so databases of every version share one schema (version 1)
+    # and stay readable both ways, and are no longer written (a new session's
+    # `next_seq` is 0; the events are the truth for it).
     """CREATE TABLE IF NOT EXISTS sessions (
         session_id TEXT PRIMARY KEY,
         next_seq INTEGER NOT NULL,
@@ -65,35 +67,34 @@ _SCHEMA: Final = (
 _INSERT: Final = "INSERT INTO events (session_id, seq, line) VALUES (?, ?, ?)"
 
 
-def _translate(exc: sqlite3.Error, action: str, where: str) -> TurnlogError:
-    """The one place driver errors of this store become turnlog errors."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
-        return StoreIOError(
-            f"{action} {where}: the database stayed locked for {BUSY_TIMEOUT_MS} ms",
-            hint="another process holds a long write transaction on the database",
-        )
-    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
-        return StoreIOError(
-            f"{where} is not an SQLite database",
-            hint="check the path in the store URL; turnlog leaves the file as it is",
-        )
-    return StoreIOError(f"{action} {where}: {text}")
-
-
 class _SQLiteWriter(StoreWriter):
-    """One session's writer: its own connection and the session's lock file."""
+    """One session's writer: its own connection and the session's lock file.
 
-    def __init__(self, store: SQLiteStore, session_id: str, lock_fd: int, next_seq: int) -> None:
-        self._store = store
+    It is given what it writes through, not the store: the connection, the
+    URL its errors name, and how to read the stored next seq when another
+    writer (one forced past the lock) took a seq first."""
+
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        *,
+        url: str,
+        session_id: str,
+        lock_fd: int,
+        next_seq: int,
+        stored_next_seq: Callable[[], int],
+        synchronous: str | None = None,
+        tail: Tail | None = None,
+    ) -> None:
+        super().__init__(tail=tail)
+        self._connection = connection
+        self._url = url
         self._session_id = session_id
         self._lock_fd: int | None = lock_fd
         self._next_seq = next_seq
-        self._connection = store._connect()
-        self._synchronous: str | None = None
+        self._stored_next_seq = stored_next_seq
+        self._synchronous = synchronous
         self._poisoned: BaseException | None = None
-        # The lock this writer holds, in the registry of this process's writers.
-        self._held: Hashable | None = None
 
     @property
     def next_seq(self) -> int:
@@ -116,7 +117,7 @@ class _SQLiteWriter(StoreWriter):
         try:
             self._insert_alone((self._session_id, event.seq, encode_line(event)))
         except sqlite3.Error as exc:
-            raise _translate(exc, "append to", self._store.url) from exc
+            raise translate(exc, "append to", self._url) from exc
 
     def _insert_alone(self, row: tuple[str, int, bytes]) -> None:
         """One event that moves no tail fact: one INSERT, atomic on its own
@@ -125,8 +126,7 @@ class _SQLiteWriter(StoreWriter):
         try:
             self._connection.execute(_INSERT, row)
         except sqlite3.IntegrityError:
-            actual = self._store._next_seq(self._session_id)
-            raise seq_conflict(self._session_id, row[1], actual) from None
+            raise seq_conflict(self._session_id, row[1], self._stored_next_seq()) from None
         self._next_seq = row[1] + 1
 
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
@@ -134,12 +134,7 @@ class _SQLiteWriter(StoreWriter):
             raise UsageError("append on a closed writer")
         if self._poisoned is not None:
             raise LogPoisonedError(f"an earlier write failed ({self._poisoned})")
-        for offset, event in enumerate(events):
-            if event.seq != expected_seq + offset:
-                raise UsageError(
-                    f"events must be contiguous: got seq {event.seq}, "
-                    f"expected {expected_seq + offset}"
-                )
+        check_contiguous(events, expected_seq)
         rows = [(self._session_id, event.seq, encode_line(event)) for event in events]
         mode = "FULL" if sync else "NORMAL"
         connection = self._connection
@@ -149,27 +144,18 @@ class _SQLiteWriter(StoreWriter):
                 self._synchronous = mode
             if expected_seq != self._next_seq:
                 raise seq_conflict(self._session_id, expected_seq, self._next_seq)
-            change, revivals = tail_facts(events)
-            if len(rows) == 1 and change is None and not revivals:
+            change = open_turn_change(events)
+            if len(rows) == 1 and change is None:
                 self._insert_alone(rows[0])
                 return
             connection.execute("BEGIN IMMEDIATE")
             try:
-                if change is not None or revivals:
-                    # The tail facts move only at a turn boundary or a revival:
-                    # most appends are one INSERT, the page a bare insert writes.
+                if change is not None:
+                    # The open turn moves only at a turn boundary: most
+                    # appends are one INSERT, the page a bare insert writes.
                     connection.execute(
-                        "UPDATE sessions SET next_seq = ?, "
-                        "open_turn_seq = CASE WHEN ? THEN ? ELSE open_turn_seq END, "
-                        "revivals = revivals + ?, last_ts = ? WHERE session_id = ?",
-                        (
-                            expected_seq + len(events),
-                            change is not None,
-                            change[0] if change is not None else None,
-                            revivals,
-                            events[-1].ts if events else None,
-                            self._session_id,
-                        ),
+                        "UPDATE sessions SET open_turn_seq = ? WHERE session_id = ?",
+                        (change[0], self._session_id),
                     )
                 if len(rows) == 1:
                     connection.execute(_INSERT, rows[0])
@@ -180,14 +166,14 @@ class _SQLiteWriter(StoreWriter):
                 # appended meanwhile.
                 connection.rollback()
                 raise seq_conflict(
-                    self._session_id, expected_seq, self._store._next_seq(self._session_id)
+                    self._session_id, expected_seq, self._stored_next_seq()
                 ) from None
             except BaseException:
                 connection.rollback()
                 raise
             connection.commit()
         except sqlite3.Error as exc:
-            raise _translate(exc, "append to", self._store.url) from exc
+            raise translate(exc, "append to", self._url) from exc
         self._next_seq = expected_seq + len(events)
 
     def sync(self) -> None:
@@ -203,8 +189,7 @@ class _SQLiteWriter(StoreWriter):
         try:
             self._connection.close()
         finally:
-            if self._held is not None:
-                holders.release(self._held, self)
+            self.release_hold()
             os.close(fd)  # releases the session's lock
 
 
@@ -220,10 +205,39 @@ class SQLiteStore(SQLStore):
         self._locks_dir = self.path + ".locks"
         super().__init__()
         self._initialized = False
+        self._init_mutex = threading.Lock()
 
     # -- connections ---------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _ready(self, *, create: bool = False) -> bool:
+        """True once the database holds turnlog's schema. With `create`, a new
+        or empty database is given it; without, nothing is ever created, so a
+        read of a mistyped path finds no store rather than making one."""
+        if self._initialized:
+            return True
+        with self._init_mutex:
+            if self._initialized:
+                return True
+            if probe(self.path, self.url) != "ours":
+                if not create:
+                    return False
+                try:
+                    # Private by default: SQLite gives its `-wal` and `-shm`
+                    # files the database file's mode.
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+                except OSError as exc:
+                    raise StoreIOError(
+                        f"create {self.url}: {exc.strerror or exc}", errno=exc.errno
+                    ) from exc
+            connection = self._open()
+            try:
+                self._init_schema(connection)
+            finally:
+                connection.close()
+            self._initialized = True
+        return True
+
+    def _open(self) -> sqlite3.Connection:
         try:
             # Any thread may use it, one at a time: a writer is made on one
             # thread and used on another (asyncio's writer thread, a tool
@@ -236,37 +250,52 @@ class SQLiteStore(SQLStore):
             )
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            if not self._initialized:
-                self._init_schema(connection)
         except sqlite3.Error as exc:
-            raise _translate(exc, "open", self.url) from exc
+            raise translate(exc, "open", self.url) from exc
         return connection
 
+    def _connect(self) -> sqlite3.Connection:
+        if not self._ready():
+            raise StoreNotFoundError(
+                f"no turnlog store at {self.url}",
+                hint=f"check the path; `turnlog store init {self.url}` creates the store",
+            )
+        return self._open()
+
+    def init(self) -> None:
+        self._ready(create=True)
+
+    def present(self) -> bool:
+        return self._ready()
+
     def _init_schema(self, connection: sqlite3.Connection) -> None:
-        connection.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA:
-                connection.execute(statement)
-            row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
-            if row[0] is None:
-                connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] > SCHEMA_VERSION:
-                raise UsageError(
-                    f"{self.url} has schema version {row[0]}; this turnlog knows {SCHEMA_VERSION}",
-                    hint="the database was made by a newer turnlog: upgrade turnlog",
-                )
-        except BaseException:
-            connection.rollback()
-            raise
-        connection.commit()
-        self._initialized = True
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
+                if row[0] is None:
+                    connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                elif row[0] > SCHEMA_VERSION:
+                    raise UsageError(
+                        f"{self.url} has schema version {row[0]}; this turnlog knows "
+                        f"{SCHEMA_VERSION}",
+                        hint="the database was made by a newer turnlog: upgrade turnlog",
+                    )
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+        except sqlite3.Error as exc:
+            raise translate(exc, "open", self.url) from exc
 
     def _driver_errors(self) -> type[Exception]:
         return sqlite3.Error
 
     def _translate(self, exc: Exception, action: str) -> TurnlogError:
         assert isinstance(exc, sqlite3.Error)
-        return _translate(exc, action, self.url)
+        return translate(exc, action, self.url)
 
     # -- locks ---------------------------------------------------------------------
 
@@ -280,20 +309,12 @@ class SQLiteStore(SQLStore):
 
     def _take_lock(self, session_id: str) -> int:
         fd = self._lock_file(session_id)
-        # An inspector's probe holds the lock shared for an instant: retry
-        # briefly before calling the session locked.
-        deadline = time.monotonic() + LOCK_RETRY_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    try:
-                        raise self._locked(fd, session_id) from None
-                    finally:
-                        os.close(fd)
-                time.sleep(0.005)
+        try:
+            retry_lock(lambda: try_flock(fd), lambda: self._locked(fd, session_id))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _locked(self, fd: int, session_id: str) -> SessionLockedError:
         """The refusal of a writer: this process's own (and where it was
@@ -307,43 +328,32 @@ class SQLiteStore(SQLStore):
             f"session {session_id!r} in {self.url} is being written by {holder}", pid=pid
         )
 
-    @staticmethod
-    def _hold(writer: _SQLiteWriter, fd: int, site: str | None) -> _SQLiteWriter:
-        """Record the writer as this process's holder of the session's lock."""
-        writer._held = holders.file_key(fd)
-        holders.hold(writer._held, writer, site)
-        return writer
-
     def lock_holder(self, session_id: str) -> Holder | None:
+        if not self._ready():
+            return None
         fd = self._lock_file(session_id)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return Holder(pid=lock_pid(fd), detail=f"lock file in {self._locks_dir}")
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return None
+            return flock_holder(fd, detail=f"lock file in {self._locks_dir}")
         finally:
             os.close(fd)
 
     # -- writing -------------------------------------------------------------------
 
     def create(self, header: Event) -> StoreWriter:
-        if header.seq != 0 or not isinstance(header.data, ev.Session):
-            raise UsageError("a session is created from its 'session' header at seq 0")
-        session_id = validate_session_id(header.data.session_id)
+        session_id = validate_header(header)
+        self._ready(create=True)
         site = holders.caller_site()
         lock_fd = self._take_lock(session_id)
         try:
-            writer = _SQLiteWriter(self, session_id, lock_fd, 0)
-            connection = writer._connection
+            connection = self._connect()
             try:
                 connection.execute("PRAGMA synchronous=FULL")
                 connection.execute("BEGIN IMMEDIATE")
                 try:
+                    # `next_seq` (NOT NULL in databases of every version) is
+                    # no longer kept: the events are the truth for it.
                     connection.execute(
-                        "INSERT INTO sessions (session_id, next_seq, last_ts) VALUES (?, 1, ?)",
-                        (session_id, header.ts),
+                        "INSERT INTO sessions (session_id, next_seq) VALUES (?, 0)", (session_id,)
                     )
                     connection.execute(
                         "INSERT INTO events (session_id, seq, line) VALUES (?, 0, ?)",
@@ -358,38 +368,93 @@ class SQLiteStore(SQLStore):
                     connection.rollback()
                     raise
                 connection.commit()
-            except sqlite3.Error as exc:
-                raise _translate(exc, "create a session in", self.url) from exc
+            except BaseException as exc:
+                connection.close()
+                if isinstance(exc, sqlite3.Error):
+                    raise translate(exc, "create a session in", self.url) from exc
+                raise
         except BaseException:
             os.close(lock_fd)
             raise
-        writer._next_seq = 1
-        writer._synchronous = "FULL"
-        return self._hold(writer, lock_fd, site)
+        writer = self._writer(connection, session_id, lock_fd, next_seq=1, synchronous="FULL")
+        return writer.hold(holders.file_key(lock_fd), site)
 
-    def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
-        if check not in ("full", "tail"):
-            raise UsageError(f"check must be 'full' or 'tail', not {check!r}")
-        validate_session_id(session_id)
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-        site = None if force else holders.caller_site()
+    def _writer(
+        self,
+        connection: sqlite3.Connection,
+        session_id: str,
+        lock_fd: int,
+        *,
+        next_seq: int,
+        synchronous: str | None = None,
+        tail: Tail | None = None,
+    ) -> _SQLiteWriter:
+        return _SQLiteWriter(
+            connection,
+            url=self.url,
+            session_id=session_id,
+            lock_fd=lock_fd,
+            next_seq=next_seq,
+            stored_next_seq=lambda: self._next_seq(session_id),
+            synchronous=synchronous,
+            tail=tail,
+        )
+
+    def _lock_session(self, session_id: str, *, force: bool) -> int:
         # `force` writes beside a stuck holder: the lock file is opened, not taken.
-        lock_fd = self._lock_file(session_id) if force else self._take_lock(session_id)
+        return self._lock_file(session_id) if force else self._take_lock(session_id)
+
+    def _release_lock(self, lock: int) -> None:
+        os.close(lock)
+
+    def _held_key(self, session_id: str, lock: int) -> Hashable:
+        return holders.file_key(lock)
+
+    def _open_writer(
+        self, lock: int, session_id: str, *, next_seq: int, tail: Tail | None
+    ) -> StoreWriter:
+        return self._writer(self._connect(), session_id, lock, next_seq=next_seq, tail=tail)
+
+    def _write_whole(self, lock: int, session_id: str, batches: Iterator[list[Event]]) -> None:
+        connection = self._open()
         try:
-            # The same checks a JSONL writer makes, on the records it reads.
-            tail = None
-            if check == "full":
-                self.read(session_id)
-            else:
-                tail = self.read_tail(session_id)
-            writer = _SQLiteWriter(self, session_id, lock_fd, self._next_seq(session_id))
-            writer._tail = tail
-            # A forced writer holds no lock: nothing to record.
-            return writer if force else self._hold(writer, lock_fd, site)
-        except BaseException:
-            os.close(lock_fd)
-            raise
+            connection.execute("PRAGMA synchronous=FULL")
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                self._insert_session(connection, session_id, batches)
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
+        except sqlite3.Error as exc:
+            raise translate(exc, "write a session to", self.url) from exc
+        finally:
+            connection.close()
+
+    def _insert_session(
+        self, connection: sqlite3.Connection, session_id: str, batches: Iterator[list[Event]]
+    ) -> None:
+        try:
+            connection.execute(
+                "INSERT INTO sessions (session_id, next_seq) VALUES (?, 0)", (session_id,)
+            )
+        except sqlite3.IntegrityError:
+            raise SessionExistsError(
+                f"session {session_id!r} already exists in {self.url}"
+            ) from None
+        open_turn: int | None = None
+        for batch in batches:
+            change = open_turn_change(batch)
+            if change is not None:
+                open_turn = change[0]
+            connection.executemany(
+                _INSERT, [(session_id, event.seq, encode_line(event)) for event in batch]
+            )
+        if open_turn is not None:
+            connection.execute(
+                "UPDATE sessions SET open_turn_seq = ? WHERE session_id = ?",
+                (open_turn, session_id),
+            )
 
     def _next_seq(self, session_id: str) -> int:
         """The seq the next append takes: the events are the truth (the
@@ -416,23 +481,7 @@ class SQLiteStore(SQLStore):
                     # left early must not hand a stale view to the next reader.
                     cursor.close()
             except sqlite3.Error as exc:
-                raise _translate(exc, "read", self.url) from exc
-
-    def iter_events(self, session_id: str) -> Iterator[Event]:
-        if not self.exists(session_id):
-            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
-        for expected, (seq, line) in enumerate(self._rows(session_id)):
-            if seq != expected:
-                refuse_gap(self.url, session_id, expected, seq)
-            yield decode_row(self.url, session_id, seq, line)
-
-    def iter_newest_first(self, session_id: str) -> Iterator[Event]:
-        expected: int | None = None
-        for seq, line in self._rows(session_id, descending=True):
-            if expected is not None and seq != expected:
-                refuse_gap(self.url, session_id, expected, seq)
-            yield decode_row(self.url, session_id, seq, line)
-            expected = seq - 1
+                raise translate(exc, "read", self.url) from exc
 
     def read_header(self, session_id: str) -> Event | None:
         rows = self._query(
@@ -442,9 +491,14 @@ class SQLiteStore(SQLStore):
         return decode_row(self.url, session_id, 0, rows[0][0]) if rows else None
 
     def sessions(self) -> list[str]:
+        if not self._ready():
+            return []
         return sorted(str(row[0]) for row in self._query("SELECT session_id FROM sessions"))
 
     def exists(self, session_id: str) -> bool:
+        validate_session_id(session_id)
+        if not self._ready():
+            return False
         rows = self._query(
             "SELECT 1 FROM sessions WHERE session_id = ?", (validate_session_id(session_id),)
         )
@@ -452,6 +506,8 @@ class SQLiteStore(SQLStore):
 
     def sweep_candidates(self) -> list[str]:
         """Sessions whose tail facts show an open turn: an index look-up."""
+        if not self._ready():
+            return []
         return sorted(
             str(row[0])
             for row in self._query(

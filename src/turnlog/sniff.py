@@ -1,4 +1,4 @@
-"""Recognise a foreign transcript from its first line, so an error can name the way in."""
+"""Recognise a foreign transcript from its first line: a leaf below the stores and formats."""
 
 from __future__ import annotations
 

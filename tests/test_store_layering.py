@@ -1,0 +1,62 @@
+"""The storage layer's import graph: stores import only what lies below them, and stay small."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).parent.parent / "src" / "turnlog"
+# What a store may build on: the vocabulary, the errors, the damage report,
+# the pure tail reader and the foreign-file sniffer, and the stores package.
+BELOW_STORES = {
+    "turnlog",
+    "turnlog.events",
+    "turnlog.errors",
+    "turnlog.damage",
+    "turnlog.tail",
+    "turnlog.sniff",
+}
+# No storage module grows past this: one job each.
+MAX_LINES = 600
+
+
+def imports(path: Path) -> set[str]:
+    """Every turnlog module a file imports, at any depth of its code."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("turnlog"):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("turnlog"))
+    return found
+
+
+def test_stores_import_nothing_above_them() -> None:
+    for path in sorted((SRC / "stores").rglob("*.py")):
+        upward = {
+            module
+            for module in imports(path)
+            if module not in BELOW_STORES and not module.startswith("turnlog.stores")
+        }
+        assert not upward, f"{path.relative_to(SRC)} imports {sorted(upward)}"
+
+
+def test_the_leaves_import_no_store_and_no_format() -> None:
+    for name in ("sniff.py", "tail.py", "revivable.py", "text.py"):
+        above = {
+            m for m in imports(SRC / name) if m.startswith(("turnlog.stores", "turnlog.formats"))
+        }
+        assert not above, f"{name} imports {sorted(above)}"
+
+
+def test_the_storage_modules_stay_small() -> None:
+    paths = [
+        *(SRC / "stores").rglob("*.py"),
+        *(
+            SRC / name
+            for name in ("transfer.py", "sweeper.py", "triage.py", "tail.py", "testing.py")
+        ),
+    ]
+    for path in paths:
+        lines = len(path.read_text().splitlines())
+        assert lines <= MAX_LINES, f"{path.relative_to(SRC)} has {lines} lines"
