@@ -548,9 +548,11 @@ async def arun_turn(
     coroutine functions or plain ones (a plain tool runs in a thread).
 
     The same bounds as `run_turn`: a coroutine tool past its deadline is
-    cancelled, a plain one abandoned in its thread, and either is answered
-    outcome unknown (D1); since a step's calls are all dispatched at once,
-    none is left behind a deadline. A spent budget answers the calls it left
+    cancelled (and not waited for), a plain one abandoned in its thread, and
+    either is answered outcome unknown (D1); since a step's calls are all
+    dispatched at once, none is left behind a deadline. A join listed after
+    the spawn of its child in the same step waits for that spawn, as if the
+    calls ran in order. A spent budget answers the calls it left
     undispatched not run (B1) and ends the turn `budget_exhausted`.
     """
     timeout_s = check_deadline(timeout_s)

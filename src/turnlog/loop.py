@@ -307,7 +307,8 @@ def subagent_tool(
 def task_wait_tool() -> Tool:
     """The join tool of background subagents: `task_wait(agent_id)` blocks
     until that child reports and returns its report, which is then never
-    injected as well. Give the tool a deadline (`timeout_s`) to bound the wait."""
+    injected as well; a second join of the same child says it was already
+    delivered. Give the tool a deadline (`timeout_s`) to bound the wait."""
 
     def run(context: ToolContext, agent_id: str = "") -> Content | background.Delivered:
         return join_background(context.log, agent_id)
@@ -365,7 +366,9 @@ def run_turn(
 
     Background subagents' reports are injected at step boundaries; with
     `await_background`, a final answer while children still run waits for
-    the next report and lets the model read it. Children this session spawned
+    the next report (for at most the turn's remaining `max_turn_s`: past it
+    the turn ends `budget_exhausted`, and the report goes to the next turn)
+    and lets the model read it. Children this session spawned
     before a crash are adopted first (`background.adopt`).
 
     `resume=True` carries on the open turn a tree revival left (see
