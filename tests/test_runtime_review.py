@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -468,3 +469,32 @@ def test_a_late_join_records_the_report_text() -> None:
         )  # type: ignore[arg-type]
     (late,) = [e for e in store.iter_events("s") if e.type == "x_turnlog_late_result"]
     assert late.data.fields["content"] == "r"  # type: ignore[union-attr]
+
+
+def test_a_join_that_sees_its_report_injected_says_so(tmp_path: Path) -> None:
+    # The sync loop's join past its deadline waits on in its thread while the
+    # loop injects the report: what the join then returns (recorded late)
+    # says where the report went, not that the child is gone.
+    from turnlog import background
+    from turnlog.loop import join_background
+
+    spawned = ev.SubagentSpawned(agent_id="w", agent_type="worker", call_id="sp", background=True)
+    answers: list[object] = []
+    with turnlog.open(tmp_path / "s.jsonl", create=True) as log:
+        log.user("go")
+        log.append(spawned)
+        found = background.registry(log)
+        found.running.add("w")
+        with found.changed:
+            joiner = threading.Thread(target=lambda: answers.append(join_background(log, "w")))
+            joiner.start()
+            time.sleep(0.3)  # the join has read the log and waits for this lock
+            log.append(background.settled_record(spawned, "s.agents/w", "complete", "done"))
+            (delivered,) = background.deliver_reports(log)
+            found.running.discard("w")
+            found.changed.notify_all()
+        joiner.join(5)
+    assert answers == [
+        f"The report of w was delivered while this call waited (event {delivered.seq}), "
+        "so it is not repeated here."
+    ]

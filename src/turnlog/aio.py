@@ -692,9 +692,10 @@ async def _run_tool(
         try:
             await asyncio.wait({task}, timeout=timeout_s)
         except BaseException:
-            # The loop itself is cancelled: the tool goes with it.
+            # The loop itself is cancelled: the tool goes with it, and the
+            # dispatch block answers the call (nothing of it is late).
             task.cancel()
-            _keep_runaway(log, call, task)
+            _keep_runaway(log, call, task, record=False)
             raise
         if task.done():
             return True, task.result()
@@ -717,7 +718,9 @@ async def _run_tool(
     return True, worker.output
 
 
-def _keep_runaway(log: AsyncLog, call: ToolCall, task: asyncio.Future[Any]) -> None:
+def _keep_runaway(
+    log: AsyncLog, call: ToolCall, task: asyncio.Future[Any], *, record: bool = True
+) -> None:
     """Hold a cancelled tool's task until it ends, and record its late output."""
     _RUNAWAY.add(task)
 
@@ -725,7 +728,9 @@ def _keep_runaway(log: AsyncLog, call: ToolCall, task: asyncio.Future[Any]) -> N
         _RUNAWAY.discard(task)
         if task.cancelled():
             return  # it stopped as asked: nothing came of it to record
-        error = task.exception()
+        error = task.exception()  # retrieved either way: asyncio must not log it as lost
+        if not record:
+            return
         if error is not None:
             log.call_soon(record_late, log.log, call, f"{type(error).__name__}: {error}", True)
         else:
