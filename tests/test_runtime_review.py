@@ -498,3 +498,37 @@ def test_a_join_that_sees_its_report_injected_says_so(tmp_path: Path) -> None:
         f"The report of w was delivered while this call waited (event {delivered.seq}), "
         "so it is not repeated here."
     ]
+
+
+def test_a_cancelled_turn_takes_its_coroutine_tool_with_it(store: Store) -> None:
+    # The loop no longer waits for a tool past its deadline, but a turn that
+    # is itself cancelled still cancels the tool it runs, and records nothing
+    # of it as late: the unwinding dispatch answers the call.
+    stopped = asyncio.Event()
+
+    async def hang() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return "never"
+
+    agent = AgentSpec(model=scripted((("hang", {}),)), tools={"hang": Tool(run=hang, timeout_s=5)})
+
+    async def main() -> None:
+        async with aopen(store, "s", create=True) as log:
+            turn = asyncio.ensure_future(arun_agent_turn(log, agent, "go"))
+            await asyncio.sleep(0.3)
+            turn.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await turn
+            await asyncio.wait_for(stopped.wait(), 2)
+
+    asyncio.run(main())
+    events = events_of(store)
+    answer = results(events)["c00"]
+    assert answer.risk == "tool_outcome_unknown" and answer.rule != "D1"
+    assert turn_ends(events) == ["cancelled"]
+    assert not [e for e in events if e.type == "x_turnlog_late_result"]
+    assert_valid(events)
