@@ -78,6 +78,38 @@ def test_the_documented_frame_is_the_one_written() -> None:
     assert quoted == SYSTEM_PROMPT_SNIPPET
 
 
+def test_the_documented_notice_roles_are_the_exported_ones() -> None:
+    from turnlog import providers
+    from turnlog.fold import Fold
+    from turnlog.notices import NoticeStyle
+
+    text = " ".join(RUNTIME.read_text().split())
+    assert "still render every notice as a user turn" not in text
+    assert (
+        "the notice is a `developer` message in the OpenAI Chat Completions and OpenAI "
+        "Responses exports" in text
+    )
+    assert "Anthropic and Gemini" in text
+    notice = ev.UserMessage(
+        content="notice", injected="revival", render_as=NoticeStyle(role="system").render_as
+    )
+    events = [
+        ev.Event(seq=0, data=ev.Session(session_id="s")),
+        ev.Event(seq=1, data=ev.UserMessage(content="go")),
+        ev.Event(seq=2, data=ev.AssistantMessage(content="on it")),
+        ev.Event(seq=3, data=notice, origin="revival"),
+    ]
+    messages = Fold(events).state.messages
+    last = {
+        "openai-chat": providers.render("openai-chat", messages)["messages"][-1],
+        "openai-responses": providers.render("openai-responses", messages)["input"][-1],
+        "anthropic": providers.render("anthropic", messages)["messages"][-1],
+        "gemini": providers.render("gemini", messages)["contents"][-1],
+    }
+    assert last["openai-chat"]["role"] == last["openai-responses"]["role"] == "developer"
+    assert last["anthropic"]["role"] == last["gemini"]["role"] == "user"
+
+
 def test_the_demo_shows_a_deadline_and_the_run_going_on(tmp_path: Path) -> None:
     import io
 

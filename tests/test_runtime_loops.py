@@ -271,9 +271,12 @@ def test_budgets_and_deadlines_refuse_impossible_values(tmp_path: Path) -> None:
         turnlog.Budget(max_steps=1, max_turn_s=0)
     with pytest.raises(turnlog.TurnlogError, match="positive number of seconds"):
         Tool(run=lambda: "x", timeout_s=0)
-    agent = AgentSpec(model=asks(), tools={}, timeout_s=-1)
+    # Refused where it is given, not by the first run.
     with pytest.raises(turnlog.TurnlogError):
-        drive("sync", make_store("jsonl", tmp_path), agent)
+        AgentSpec(model=asks(), tools={}, timeout_s=-1)
+    agent = AgentSpec(model=asks(), tools={})
+    with pytest.raises(turnlog.TurnlogError):
+        drive("sync", make_store("jsonl", tmp_path), agent, timeout_s=-1)
 
 
 def test_only_recovery_writes_interrupted(tmp_path: Path) -> None:

@@ -94,6 +94,13 @@ class AsyncLog:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
+    def call_soon(self, fn: Callable[_P, Any], *args: _P.args, **kwargs: _P.kwargs) -> None:
+        """Queue `fn` on the writer thread without waiting for it (from a
+        callback that cannot await); dropped once the handle is closed."""
+        # RuntimeError: the closed handle's writer thread is gone.
+        with contextlib.suppress(RuntimeError):
+            self._executor.submit(functools.partial(fn, *args, **kwargs))
+
     async def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Run `fn` (which writes through the sync `Log`) on the writer thread,
         in order with the appends awaited before it."""
@@ -280,10 +287,32 @@ async def _maybe_await(value: Awaitable[_T] | _T) -> _T:
     return value
 
 
+class StepCalls:
+    """What the calls of one step of `arun_turn`, running at once, must know
+    of each other to behave as the sync loop's, which runs them in order: the
+    background spawns listed before a call (a join waits for them to start
+    their child), and the joins that took a report (it goes to one only)."""
+
+    def __init__(self) -> None:
+        self.spawns: dict[str, asyncio.Event] = {}
+        self.joined: dict[str, str] = {}
+
+
 class AsyncToolContext(CallContext):
     """The context a tool gets from `arun_turn` (see `CallContext`)."""
 
     log: AsyncLog
+
+    def __init__(
+        self,
+        log: AsyncLog,
+        call: ToolCall,
+        step: StepCalls | None = None,
+        spawns_before: Mapping[str, asyncio.Event] | None = None,
+    ) -> None:
+        super().__init__(log, call)
+        self.step = step if step is not None else StepCalls()
+        self.spawns_before: Mapping[str, asyncio.Event] = spawns_before or {}
 
     async def spawn(
         self,
@@ -390,9 +419,14 @@ async def _state(log: AsyncLog) -> SessionState:
     return await log.call(lambda: log.log.state)
 
 
-async def await_report(log: AsyncLog, agent_id: str | None = None) -> bool:
-    """Wait until a child running here (or `agent_id`) settles: True when a
-    report is ready, False when nothing this loop runs could bring one."""
+async def await_report(
+    log: AsyncLog, agent_id: str | None = None, *, timeout_s: float | None = None
+) -> bool:
+    """Wait until a child running here (or `agent_id`) settles, for at most
+    `timeout_s` seconds: True when a report is ready, False when nothing this
+    loop runs could bring one or the time passed first."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout_s is None else loop.time() + timeout_s
     while True:
         ready = [c.agent_id for c in background.deliverable(await _state(log))]
         if (agent_id in ready) if agent_id is not None else ready:
@@ -403,7 +437,10 @@ async def await_report(log: AsyncLog, agent_id: str | None = None) -> bool:
         )
         if not waiting:
             return False
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            return False
+        await asyncio.wait(waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED)
 
 
 async def _adopt_background(log: AsyncLog, tools: Mapping[str, Tool]) -> None:
@@ -458,6 +495,12 @@ def async_task_wait_tool() -> Tool:
 
     async def run(context: AsyncToolContext, agent_id: str = "") -> ToolOutput:
         log = context.log
+        spawning = context.spawns_before.get(agent_id)
+        if spawning is not None:
+            # Spawned by a call listed before this one in the same step: the
+            # sync loop would have run that call first, so wait until it has
+            # started the child (or failed to).
+            await spawning.wait()
         state = await _state(log)
         child = next((c for c in state.background if c.agent_id == agent_id), None)
         if child is None:
@@ -465,10 +508,22 @@ def async_task_wait_tool() -> Tool:
             raise UsageError(f"no background subagent {agent_id!r} (known: {known})")
         if child.delivered is not None:
             return f"The report of {agent_id} was already delivered (event {child.delivered})."
-        if not await await_report(log, agent_id):
-            raise UsageError(f"background subagent {agent_id!r} is not running in this process")
+        waited = await await_report(log, agent_id)
         state = await _state(log)
         settled = next(c for c in state.background if c.agent_id == agent_id)
+        if settled.delivered is not None:
+            return background.meanwhile(settled)
+        if not waited:
+            raise UsageError(f"background subagent {agent_id!r} is not running in this process")
+        # Joins of one step run at once: the first to get here takes the
+        # report (no await between the check and the claim), the others
+        # say where it went, as the sync loop's later joins do.
+        taken_by = context.step.joined.setdefault(agent_id, context.call_id)
+        if taken_by != context.call_id:
+            return (
+                f"The report of {agent_id} was already delivered, as the result of call "
+                f"{taken_by} of this step."
+            )
         return background.Delivered(content=background.report_body(settled), delivers=agent_id)
 
     return Tool(run=run, idempotency="read_only", context=True)
@@ -493,12 +548,14 @@ async def arun_turn(
     coroutine functions or plain ones (a plain tool runs in a thread).
 
     The same bounds as `run_turn`: a coroutine tool past its deadline is
-    cancelled, a plain one abandoned in its thread, and either is answered
-    outcome unknown (D1); since a step's calls are all dispatched at once,
-    none is left behind a deadline. A spent budget answers the calls it left
+    cancelled (and not waited for), a plain one abandoned in its thread, and
+    either is answered outcome unknown (D1); since a step's calls are all
+    dispatched at once, none is left behind a deadline. A join listed after
+    the spawn of its child in the same step waits for that spawn, as if the
+    calls ran in order. A spent budget answers the calls it left
     undispatched not run (B1) and ends the turn `budget_exhausted`.
     """
-    check_deadline(timeout_s)
+    timeout_s = check_deadline(timeout_s)
     clock = BudgetClock(
         Budget(max_steps=max_steps, max_tool_calls=max_tool_calls, max_turn_s=max_turn_s)
     )
@@ -508,10 +565,11 @@ async def arun_turn(
     reply = Reply()
     async with log.turn(resume=resume) as turn:
         while True:
-            await log.call(background.deliver_reports, log.log, notice_style)
             if clock.before_step() is not None:
                 turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
                 return reply
+            # As in `run_turn`: reports go only into a step that will run.
+            await log.call(background.deliver_reports, log.log, notice_style)
             async with log.step():
                 reply = await _maybe_await(model(await log.messages()))
                 await log.assistant(reply.content, reply.tool_calls)
@@ -524,9 +582,7 @@ async def arun_turn(
                         break
                     allowed.append(call)
                 if allowed:
-                    await asyncio.gather(
-                        *(_arun_call(log, tools, call, timeout_s) for call in allowed)
-                    )
+                    await asyncio.gather(*_step_calls(log, tools, allowed, timeout_s))
                 if spent is not None:
                     results = [budget_spent_result(c, spent) for c in calls[len(allowed) :]]
                     await log.append_many(
@@ -535,8 +591,16 @@ async def arun_turn(
             if spent is not None:
                 turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
                 return reply
-            if not reply.tool_calls and not (await_background and await await_report(log)):
+            if reply.tool_calls:
+                continue
+            if not await_background:
                 return reply
+            # As in `run_turn`: the turn's time bounds the wait for a report.
+            if await await_report(log, timeout_s=clock.remaining_s()):
+                continue
+            if clock.time_spent() is not None and _tasks(log):
+                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
+            return reply
 
 
 async def arun_agent_turn(
@@ -548,40 +612,131 @@ async def arun_agent_turn(
     return await arun_turn(log, agent.model, agent.tools, user_text, **limits)
 
 
+def _step_calls(
+    log: AsyncLog, tools: Mapping[str, Tool], calls: Sequence[ToolCall], default_s: float | None
+) -> list[Awaitable[None]]:
+    """The runs of a step's calls, each knowing the background spawns listed
+    before it (see `StepCalls`)."""
+    step = StepCalls()
+    runs: list[Awaitable[None]] = []
+    for call in calls:
+        tool = tools.get(call.name)
+        spawned: asyncio.Event | None = None
+        if tool is not None and tool.background and tool.agent_type:
+            spawned = asyncio.Event()
+        runs.append(_arun_call(log, tool, call, default_s, step, dict(step.spawns), spawned))
+        if spawned is not None and tool is not None and tool.agent_type:
+            step.spawns[agent_id_for(tool.agent_type, call.id)] = spawned
+    return runs
+
+
 async def _arun_call(
-    log: AsyncLog, tools: Mapping[str, Tool], call: ToolCall, default_s: float | None
+    log: AsyncLog,
+    tool: Tool | None,
+    call: ToolCall,
+    default_s: float | None,
+    step: StepCalls,
+    spawns_before: Mapping[str, asyncio.Event],
+    spawned: asyncio.Event | None,
 ) -> None:
-    tool = tools.get(call.name)
     timeout_s = call_deadline(tool, default_s)
-    async with log.dispatch(call, **dispatch_options(tool, call, timeout_s)) as running:
-        if tool is None:
-            await running.result(f"unknown tool {call.name!r}", is_error=True)
-            return
-        arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
-        args: tuple[Any, ...] = (AsyncToolContext(log, call),) if tool.context else ()
-        try:
-            if inspect.iscoroutinefunction(tool.run):
-                output = await asyncio.wait_for(tool.run(*args, **arguments), timeout_s)
-            elif timeout_s is not None:
-                worker = ToolThread(
-                    functools.partial(tool.run, *args, **arguments),
-                    functools.partial(record_late, log.log, call),
-                ).start()
-                if not await asyncio.to_thread(worker.wait, timeout_s):
-                    raise TimeoutError
-                if worker.error is not None:
-                    raise worker.error
-                output = worker.output
+    try:
+        async with log.dispatch(call, **dispatch_options(tool, call, timeout_s)) as running:
+            if tool is None:
+                await running.result(f"unknown tool {call.name!r}", is_error=True)
+                return
+            arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
+            context = AsyncToolContext(log, call, step, spawns_before)
+            args: tuple[Any, ...] = (context,) if tool.context else ()
+            try:
+                in_time, output = await _run_tool(log, tool, call, args, arguments, timeout_s)
+            # A failing tool is a result the model sees, not a crash. Its own
+            # TimeoutError (a socket's, an upstream API's) is one of those:
+            # only the loop's deadline, reported by `_run_tool`, answers D1.
+            except Exception as exc:
+                await running.result(f"{type(exc).__name__}: {exc}", is_error=True)
+                return
+            if not in_time:
+                assert timeout_s is not None
+                await log.append(
+                    past_deadline_result(call, timeout_s), origin=Origin.DEADLINE.value
+                )
+                running.mark_answered()
             else:
-                output = await asyncio.to_thread(tool.run, *args, **arguments)
-        except TimeoutError:
-            assert timeout_s is not None
-            await log.append(past_deadline_result(call, timeout_s), origin=Origin.DEADLINE.value)
-            running.mark_answered()
-        except Exception as exc:  # a failing tool is a result the model sees, not a crash
-            await running.result(f"{type(exc).__name__}: {exc}", is_error=True)
+                await log.call(record_output, log.log, running.handle, tool, output)
+    finally:
+        if spawned is not None:
+            spawned.set()
+
+
+# Coroutine tools the loop stopped waiting for at their deadline, held until
+# they end (the event loop keeps only weak references to its tasks).
+_RUNAWAY: set[asyncio.Future[Any]] = set()
+
+
+async def _run_tool(
+    log: AsyncLog,
+    tool: Tool,
+    call: ToolCall,
+    args: tuple[Any, ...],
+    arguments: Mapping[str, Any],
+    timeout_s: float | None,
+) -> tuple[bool, Any]:
+    """Run a tool's body: (True, output) when it finished in time, (False,
+    None) when the loop's deadline passed first. Whatever the body raises,
+    a `TimeoutError` of its own included, propagates as its failure."""
+    if inspect.iscoroutinefunction(tool.run):
+        if timeout_s is None:
+            return True, await tool.run(*args, **arguments)
+        task = asyncio.ensure_future(tool.run(*args, **arguments))
+        try:
+            await asyncio.wait({task}, timeout=timeout_s)
+        except BaseException:
+            # The loop itself is cancelled: the tool goes with it, and the
+            # dispatch block answers the call (nothing of it is late).
+            task.cancel()
+            _keep_runaway(log, call, task, record=False)
+            raise
+        if task.done():
+            return True, task.result()
+        # Cancelled at its deadline, and not waited for: a tool that swallows
+        # its cancellation or cleans up slowly must not hold the loop past the
+        # deadline. Whatever it returns later is recorded late, never delivered.
+        task.cancel()
+        _keep_runaway(log, call, task)
+        return False, None
+    if timeout_s is None:
+        return True, await asyncio.to_thread(tool.run, *args, **arguments)
+    worker = ToolThread(
+        functools.partial(tool.run, *args, **arguments),
+        functools.partial(record_late, log.log, call),
+    ).start()
+    if not await asyncio.to_thread(worker.wait, timeout_s):
+        return False, None
+    if worker.error is not None:
+        raise worker.error
+    return True, worker.output
+
+
+def _keep_runaway(
+    log: AsyncLog, call: ToolCall, task: asyncio.Future[Any], *, record: bool = True
+) -> None:
+    """Hold a cancelled tool's task until it ends, and record its late output."""
+    _RUNAWAY.add(task)
+
+    def ended(task: asyncio.Future[Any]) -> None:
+        _RUNAWAY.discard(task)
+        if task.cancelled():
+            return  # it stopped as asked: nothing came of it to record
+        error = task.exception()  # retrieved either way: asyncio must not log it as lost
+        if not record:
+            return
+        if error is not None:
+            log.call_soon(record_late, log.log, call, f"{type(error).__name__}: {error}", True)
         else:
-            await log.call(record_output, log.log, running.handle, tool, output)
+            log.call_soon(record_late, log.log, call, task.result(), False)
+
+    task.add_done_callback(ended)
 
 
 async def acontinue_run(log: AsyncLog, agent: AgentSpec, *, max_steps: int | None = None) -> Reply:

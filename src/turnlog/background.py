@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable, Collection
 from typing import Any, Final
@@ -177,13 +178,22 @@ def deliver_reports(log: Log, style: NoticeStyle | None = None) -> list[ev.Event
         )
 
 
-def wait_for_report(log: Log, agent_id: str | None = None, *, poll_s: float = 0.2) -> bool:
-    """Block until a child running here (or `agent_id`) settles.
+def wait_for_report(
+    log: Log,
+    agent_id: str | None = None,
+    *,
+    timeout_s: float | None = None,
+    poll_s: float = 0.2,
+) -> bool:
+    """Block until a child running here (or `agent_id`) settles, for at most
+    `timeout_s` seconds (None: as long as it takes).
 
     True when there is a report to deliver; False when nothing this process
-    runs could bring one (the children left are held elsewhere).
+    runs could bring one (the children left are held elsewhere), or when
+    `timeout_s` passed first (`still_running` tells the two apart).
     """
     found = registry(log)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         state = log.state
         ready = [c.agent_id for c in deliverable(state)]
@@ -193,7 +203,29 @@ def wait_for_report(log: Log, agent_id: str | None = None, *, poll_s: float = 0.
             waiting = agent_id in found.running if agent_id is not None else bool(found.running)
             if not waiting:
                 return False
-            found.changed.wait(poll_s)
+            wait_s = poll_s
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                wait_s = min(poll_s, left)
+            found.changed.wait(wait_s)
+
+
+def still_running(log: Log) -> bool:
+    """Whether a background child of `log` still runs in this process."""
+    found = registry(log)
+    with found.changed:
+        return bool(found.running)
+
+
+def meanwhile(child: BackgroundChild) -> str:
+    """What a join answers when the report it waited for went out another
+    way while it waited (injected, or joined by another call)."""
+    return (
+        f"The report of {child.agent_id} was delivered while this call waited (event "
+        f"{child.delivered}), so it is not repeated here."
+    )
 
 
 class Adopted(msgspec.Struct, frozen=True, kw_only=True):

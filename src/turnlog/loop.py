@@ -13,7 +13,7 @@ import msgspec
 
 from turnlog import background
 from turnlog import events as ev
-from turnlog.budgets import Budget, BudgetClock, budget_spent_result
+from turnlog.budgets import Budget, BudgetClock, budget_spent_result, seconds
 from turnlog.deadlines import ToolThread, behind_deadline_result, late_result, past_deadline_result
 from turnlog.errors import TurnlogError, UsageError
 from turnlog.events import Content, Origin, ToolCall, TurnEndReason
@@ -39,13 +39,10 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
 Model = Callable[[Sequence[Message]], Reply]
 
 
-def check_deadline(timeout_s: float | None) -> None:
-    """Refuse a deadline no call could meet."""
-    if timeout_s is not None and not timeout_s > 0:
-        raise UsageError(
-            f"a deadline must be a positive number of seconds, not {timeout_s!r}",
-            hint="leave timeout_s None for no deadline",
-        )
+def check_deadline(timeout_s: float | None) -> float | None:
+    """A deadline as a dispatch records it (a positive, finite float), or
+    UsageError for one no call could meet or the log's reader would refuse."""
+    return seconds("timeout_s", timeout_s)
 
 
 #: What a tool body returns: content, or (a join tool) a delivered report.
@@ -77,7 +74,7 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True):
     spec: Any = None
 
     def __post_init__(self) -> None:
-        check_deadline(self.timeout_s)
+        msgspec.structs.force_setattr(self, "timeout_s", check_deadline(self.timeout_s))
 
 
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,6 +91,18 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_tool_calls: int | None = None
     max_turn_s: float | None = None
     timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        # Refused here, where the mistake is made, rather than by the first
+        # run; and stored as the loop and the log use them.
+        budget = Budget(
+            max_steps=self.max_steps,
+            max_tool_calls=self.max_tool_calls,
+            max_turn_s=self.max_turn_s,
+        )
+        for name in ("max_steps", "max_tool_calls", "max_turn_s"):
+            msgspec.structs.force_setattr(self, name, getattr(budget, name))
+        msgspec.structs.force_setattr(self, "timeout_s", check_deadline(self.timeout_s))
 
     def limits(self) -> dict[str, Any]:
         """The keyword arguments of `run_turn` these bounds set."""
@@ -298,7 +307,8 @@ def subagent_tool(
 def task_wait_tool() -> Tool:
     """The join tool of background subagents: `task_wait(agent_id)` blocks
     until that child reports and returns its report, which is then never
-    injected as well. Give the tool a deadline (`timeout_s`) to bound the wait."""
+    injected as well; a second join of the same child says it was already
+    delivered. Give the tool a deadline (`timeout_s`) to bound the wait."""
 
     def run(context: ToolContext, agent_id: str = "") -> Content | background.Delivered:
         return join_background(context.log, agent_id)
@@ -314,9 +324,16 @@ def join_background(log: Log, agent_id: str) -> Content | background.Delivered:
         raise UsageError(f"no background subagent {agent_id!r} (known: {known})")
     if child.delivered is not None:
         return f"The report of {agent_id} was already delivered (event {child.delivered})."
-    if not background.wait_for_report(log, agent_id):
-        raise UsageError(f"background subagent {agent_id!r} is not running in this process")
+    waited = background.wait_for_report(log, agent_id)
     settled = next(c for c in log.state.background if c.agent_id == agent_id)
+    if settled.delivered is not None:
+        # A join past its deadline waits on in its thread while the loop goes
+        # on and injects the report: what it returns is then recorded late,
+        # and it says what became of the report rather than that the child
+        # is gone.
+        return background.meanwhile(settled)
+    if not waited:
+        raise UsageError(f"background subagent {agent_id!r} is not running in this process")
     return background.Delivered(content=background.report_body(settled), delivers=agent_id)
 
 
@@ -349,13 +366,15 @@ def run_turn(
 
     Background subagents' reports are injected at step boundaries; with
     `await_background`, a final answer while children still run waits for
-    the next report and lets the model read it. Children this session spawned
+    the next report (for at most the turn's remaining `max_turn_s`: past it
+    the turn ends `budget_exhausted`, and the report goes to the next turn)
+    and lets the model read it. Children this session spawned
     before a crash are adopted first (`background.adopt`).
 
     `resume=True` carries on the open turn a tree revival left (see
     `Log.turn`) instead of starting one.
     """
-    check_deadline(timeout_s)
+    timeout_s = check_deadline(timeout_s)
     clock = BudgetClock(
         Budget(max_steps=max_steps, max_tool_calls=max_tool_calls, max_turn_s=max_turn_s)
     )
@@ -365,10 +384,12 @@ def run_turn(
     reply = Reply()
     with log.turn(resume=resume) as turn:
         while True:
-            background.deliver_reports(log, notice_style)
             if clock.before_step() is not None:
                 turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
                 return reply
+            # Reports are injected only into a step that will run: one that
+            # came as the turn ended waits for the next turn's model to read it.
+            background.deliver_reports(log, notice_style)
             with log.step():
                 reply = model(log.messages)
                 log.assistant(reply.content, reply.tool_calls)
@@ -376,8 +397,17 @@ def run_turn(
             if spent is not None:
                 turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
                 return reply
-            if not reply.tool_calls and not (await_background and background.wait_for_report(log)):
+            if reply.tool_calls:
+                continue
+            if not await_background:
                 return reply
+            # The wait for a report is bounded by the turn's time: a report
+            # that comes later is delivered once, at the next turn's first step.
+            if background.wait_for_report(log, timeout_s=clock.remaining_s()):
+                continue
+            if clock.time_spent() is not None and background.still_running(log):
+                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
+            return reply
 
 
 def run_agent_turn(
@@ -438,7 +468,12 @@ def _run_calls(
     return None
 
 
-def record_late(log: Log, call: ToolCall, content: Content, is_error: bool) -> None:
+def record_late(log: Log, call: ToolCall, content: ToolOutput, is_error: bool) -> None:
+    """Record what a call answered D1 returned after all (never delivered)."""
+    if isinstance(content, background.Delivered):
+        # A join that got its report too late: the report itself stays
+        # undelivered, for the loop to inject; the record keeps its text.
+        content = content.content
     # The session may be closed, or its process ending: the late output is
     # then lost, which costs nothing, since it was never the call's answer.
     with contextlib.suppress(TurnlogError):
