@@ -1,4 +1,4 @@
-"""The three texts of a content value in their one home agree with the copies still in use."""
+"""The three texts of a content value: one home each (`turnlog.text`), the old names aliases of it."""
 
 from __future__ import annotations
 
@@ -29,19 +29,31 @@ FOREIGN: list[Any] = [
 ]
 
 
+def test_the_old_names_are_the_one_home() -> None:
+    assert content_text is display_text
+    assert provider_text_of is message_text
+    assert transcript_text_of is foreign_text
+
+
+def test_each_text_means_what_its_name_says() -> None:
+    parts = [
+        {"type": "thinking", "text": "hmm"},
+        {"type": "text", "text": ""},
+        {"type": "text", "text": "said"},
+    ]
+    # For a person: every part that carries text, reasoning included.
+    assert display_text(parts) == "hmm\n\nsaid"
+    # For a provider: the text parts only, empty ones left out.
+    assert message_text(parts) == "said"
+    # From another program: strings, blocks and objects by their members.
+    assert foreign_text({"output": {"text": "done"}}) == "done"
+    assert (
+        foreign_text([{"type": "text", "text": "a"}, None, {"content": [{"text": "b"}]}]) == "a\nb"
+    )
+    assert foreign_text({"exit_code": 0}) == '{"exit_code":0}'
+
+
 @pytest.mark.parametrize("content", CONTENTS)
-def test_display_and_message_text_are_the_copies_they_replace(content: Any) -> None:
-    assert display_text(content) == content_text(content)
-    assert message_text(content) == provider_text_of(content)
-
-
-@pytest.mark.parametrize("value", FOREIGN + CONTENTS)
-def test_foreign_text_is_the_importers_copy(value: Any) -> None:
-    assert foreign_text(value) == transcript_text_of(value)
-
-
-def test_the_three_texts_differ_where_their_meanings_do() -> None:
-    content = [{"type": "thinking", "text": "hmm"}, {"type": "text", "text": "said"}]
-    assert display_text(content) == "hmm\nsaid"
-    assert message_text(content) == "said"
-    assert foreign_text({"text": "x", "output": "y"}) == "x"
+def test_display_and_message_text_agree_on_plain_strings(content: Any) -> None:
+    if isinstance(content, str):
+        assert display_text(content) == message_text(content) == foreign_text(content)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeAl
 import msgspec
 
 from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeError
+from turnlog.text import display_text
 
 FORMAT_VERSION: Final = 1
 
@@ -542,9 +543,6 @@ def to_builtins(event: Event) -> dict[str, Any]:
     return out
 
 
-def content_text(content: Content) -> str:
-    """The plain text of a content value, for display and search."""
-    if isinstance(content, str):
-        return content
-    texts = [part.get("text", "") for part in content if isinstance(part.get("text"), str)]
-    return "\n".join(texts)
+#: The plain text of a content value, for display and search (one home:
+#: `turnlog.text.display_text`).
+content_text = display_text

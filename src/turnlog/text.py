@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from turnlog.events import Content
+if TYPE_CHECKING:
+    # Annotations only: `events` re-exports `display_text` as `content_text`.
+    from turnlog.events import Content
 
 
 def display_text(content: Content) -> str:

@@ -11,6 +11,7 @@ from turnlog import events as ev
 from turnlog.damage import Problem, TornTail
 from turnlog.events import Content, Event, Origin, ToolCall
 from turnlog.fold import Fold
+from turnlog.text import foreign_text
 
 IMPORT = Origin.IMPORT.value
 
@@ -186,16 +187,5 @@ def is_reasoning_only(content: Content) -> bool:
     return all(isinstance(p, dict) and p.get("type") in REASONING_PARTS for p in content)
 
 
-def text_of(value: Any) -> str:
-    """Plain text of a foreign content value: a string, a list of blocks, or an object."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n".join(text_of(item) for item in value if item is not None)
-    if isinstance(value, dict):
-        for key in ("text", "content", "output"):
-            if key in value:
-                return text_of(value[key])
-    return msgspec.json.encode(value).decode()
+#: Plain text of a foreign content value (one home: `turnlog.text.foreign_text`).
+text_of = foreign_text

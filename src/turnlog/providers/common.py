@@ -9,6 +9,7 @@ import msgspec
 
 from turnlog.events import Content
 from turnlog.fold import Message
+from turnlog.text import message_text
 
 
 class Violation(msgspec.Struct, frozen=True, kw_only=True):
@@ -26,15 +27,9 @@ def parts_of(content: Content) -> list[dict[str, Any]]:
     return list(content)
 
 
-def text_of(content: Content) -> str:
-    """The text of the text parts, joined by blank lines."""
-    if isinstance(content, str):
-        return content
-    return "\n\n".join(
-        part["text"]
-        for part in content
-        if part.get("type") == "text" and isinstance(part.get("text"), str) and part["text"]
-    )
+#: The text a provider request carries for a message (one home:
+#: `turnlog.text.message_text`).
+text_of = message_text
 
 
 def arguments_object(arguments: Any) -> dict[str, Any]:
