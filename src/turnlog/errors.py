@@ -213,3 +213,18 @@ class StoreIOError(TurnlogError):
     def __init__(self, message: str, *, errno: int | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.errno = errno
+
+
+class StoreNotFoundError(UsageError):
+    """A store URL that names nothing: a mistyped path is an error, never an empty store."""
+
+    hint = "check the store URL; `turnlog store init URL` creates a store"
+
+
+class NotAStoreError(NotASessionError):
+    """A database or folder that holds something other than turnlog's: never touched."""
+
+    hint = (
+        "turnlog only reads and writes its own stores; this one was left as it was. "
+        "`turnlog store init URL` creates a store in an empty or new database"
+    )

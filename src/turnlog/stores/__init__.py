@@ -6,13 +6,11 @@ import os
 from collections.abc import Callable
 from typing import Final
 
-from turnlog.errors import SessionNotFoundError, UsageError
+from turnlog.errors import NotAStoreError, SessionNotFoundError, StoreNotFoundError, UsageError
 from turnlog.stores.base import (
     AGENTS_SUFFIX,
     Holder,
-    NotAStoreError,
     Store,
-    StoreNotFoundError,
     StoreWriter,
     child_session_id,
     parent_session_id,

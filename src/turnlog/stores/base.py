@@ -15,8 +15,8 @@ from turnlog.damage import Problem, Scan, TornTail
 from turnlog.errors import (
     CorruptLogError,
     InvalidSessionIdError,
-    NotASessionError,
     SeqConflictError,
+    StoreNotFoundError,
     UnreadableRecordError,
     UsageError,
 )
@@ -101,21 +101,6 @@ def parent_session_id(session_id: str) -> str | None:
     if not slash:
         return None
     return head[: -len(AGENTS_SUFFIX)]
-
-
-class StoreNotFoundError(UsageError):
-    """A store URL that names nothing: a mistyped path is an error, never an empty store."""
-
-    hint = "check the store URL; `turnlog store init URL` creates a store"
-
-
-class NotAStoreError(NotASessionError):
-    """A database or folder that holds something other than turnlog's: never touched."""
-
-    hint = (
-        "turnlog only reads and writes its own stores; this one was left as it was. "
-        "`turnlog store init URL` creates a store in an empty or new database"
-    )
 
 
 def seq_conflict(session_id: str, expected: int, actual: int) -> SeqConflictError:

@@ -13,6 +13,7 @@ from turnlog.errors import (
     SessionExistsError,
     SessionLockedError,
     StoreIOError,
+    StoreNotFoundError,
     TurnlogError,
     UsageError,
 )
@@ -21,7 +22,6 @@ from turnlog.stores import holders
 from turnlog.stores.base import (
     TAIL_FACT_TYPES,
     Holder,
-    StoreNotFoundError,
     StoreWriter,
     check_contiguous,
     open_turn_change,

@@ -9,8 +9,7 @@ import stat
 import urllib.parse
 from typing import Final
 
-from turnlog.errors import StoreIOError, TurnlogError
-from turnlog.stores.base import NotAStoreError
+from turnlog.errors import NotAStoreError, StoreIOError, TurnlogError
 
 # How long a connection waits for another connection's write transaction.
 BUSY_TIMEOUT_MS: Final = 10_000
