@@ -217,6 +217,37 @@ def test_piped_output_never_folds_a_cell(tmp_path: Path) -> None:
         assert any(session_id in line for line in out.splitlines()), out
 
 
+def test_show_picks_a_turn_a_time_or_a_tail_and_prints_whole_texts(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    with turnlog.open(path) as log:
+        for number in (1, 2, 3):
+            log.user(f"request {number}")
+            with log.turn(), log.step():
+                log.assistant(f"answer {number} " + "word " * 40)
+        stamps = [e.ts for e in log.store.read("long")]
+    code, document = as_json("show", str(path), "--turn", "2")
+    shown = [e["data"].get("content", "")[:9] for e in document["events"]]
+    assert code == 0 and shown[0] == "request 2" and "answer 2 " in shown
+    assert document["events"][-1]["type"] == "turn_end"
+    assert not any(text.startswith(("request 1", "request 3")) for text in shown)
+    code, document = as_json("show", str(path), "--tail", "3")
+    assert [e["seq"] for e in document["events"]] == [
+        len(stamps) - 3,
+        len(stamps) - 2,
+        len(stamps) - 1,
+    ]
+    since = stamps[-2]
+    code, document = as_json("show", str(path), "--since", since)
+    assert code == 0 and all(e["ts"] >= since for e in document["events"])
+    assert document["events"] and len(document["events"]) < len(stamps)
+    code, out, _ = run("show", str(path), "--turn", "3")
+    assert "answer 3" in out and "word word" in out and "…" in out
+    code, out, _ = run("show", str(path), "--turn", "3", "--full")
+    assert ("word " * 39).strip() in out and "…" not in out
+    code, out, err = run("show", str(path), "--since", "yesterday")
+    assert code == 2 and "ISO 8601" in err
+
+
 def test_ls(sessions: Path) -> None:
     code, document = as_json("ls", "--store", str(sessions))
     assert code == 0

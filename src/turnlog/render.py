@@ -100,7 +100,13 @@ def _calls(data: ev.AssistantMessage) -> str:
     return ", ".join(f"{c.name}({c.id})" for c in data.tool_calls)
 
 
-def _event_line(event: Event) -> Text:
+def _whole(text: str, width: int = 72) -> str:
+    return text
+
+
+def _event_line(event: Event, *, full: bool = False) -> Text:
+    # `full` shows every text whole (`show --full`): the revival notice, a result.
+    cut = _whole if full else shorten
     data = event.data
     line = Text(f"#{event.seq:<4} ", style="dim")
     if isinstance(data, ev.Session):
@@ -111,17 +117,17 @@ def _event_line(event: Event) -> Text:
             )
     elif isinstance(data, ev.SystemMessage):
         line.append("system     ", style="blue")
-        line.append(shorten(content_text(data.content)))
+        line.append(cut(content_text(data.content)))
     elif isinstance(data, ev.UserMessage):
         line.append("user       ", style="bold blue")
         if data.injected:
             line.append(f"[{data.injected}] ", style="yellow")
         if data.delivers:
             line.append(f"(report of {data.delivers}) ", style="magenta")
-        line.append(shorten(content_text(data.content)))
+        line.append(cut(content_text(data.content)))
     elif isinstance(data, ev.AssistantMessage):
         line.append("assistant  ", style="bold green")
-        line.append(shorten(content_text(data.content), 48))
+        line.append(cut(content_text(data.content), 48))
         if data.tool_calls:
             line.append(f"  -> {_calls(data)}", style="green")
     elif isinstance(data, ev.ToolDispatch):
@@ -146,7 +152,7 @@ def _event_line(event: Event) -> Text:
             line.append("[orphaned: not in the transcript] ", style="magenta")
         elif data.is_error:
             line.append("error ", style="red")
-        line.append(shorten(content_text(data.content), 56), style="dim")
+        line.append(cut(content_text(data.content), 56), style="dim")
     elif isinstance(data, ev.TurnStart):
         line.append(f"turn {data.turn if data.turn is not None else '?'} start", style="bold")
     elif isinstance(data, ev.TurnEnd):
@@ -164,7 +170,7 @@ def _event_line(event: Event) -> Text:
         line.append(f"step {data.step} end: {data.outcome or '?'}", style="dim")
     elif isinstance(data, ev.Compaction):
         line.append("compaction ", style="magenta")
-        line.append(f"through seq {data.through_seq}: {shorten(content_text(data.summary), 48)}")
+        line.append(f"through seq {data.through_seq}: {cut(content_text(data.summary), 48)}")
     elif isinstance(data, ev.RunRevived):
         line.append(f"run revived (revival {data.revival})", style="bold yellow")
     elif isinstance(data, ev.SubagentSpawned | ev.SubagentSettled):
@@ -180,7 +186,7 @@ def _event_line(event: Event) -> Text:
         line.append("recorded, not delivered: ", style="yellow")
         content = fields.get("content")
         line.append(
-            shorten(content_text(content) if isinstance(content, str | list) else str(content), 40),
+            cut(content_text(content) if isinstance(content, str | list) else str(content), 40),
             style="dim",
         )
     else:
@@ -190,14 +196,15 @@ def _event_line(event: Event) -> Text:
     return line
 
 
-def render_timeline(console: Console, events: Iterable[Event]) -> None:
-    """The session as turns and steps, with synthetic events marked by origin."""
+def render_timeline(console: Console, events: Iterable[Event], *, full: bool = False) -> None:
+    """The session as turns and steps, with synthetic events marked by origin;
+    texts shortened to a line unless `full`."""
     depth = 0
     for event in events:
         data = event.data
         if isinstance(data, ev.TurnEnd | ev.StepEnd):
             depth = max(depth - 1, 0)
-        console.print(Text.assemble("  " * depth, _event_line(event)))
+        console.print(Text.assemble("  " * depth, _event_line(event, full=full)))
         if isinstance(data, ev.TurnStart | ev.StepStart):
             depth += 1
 
