@@ -58,6 +58,25 @@ def test_copy_round_trips_byte_for_byte_through_sqlite(tmp_path: Path) -> None:
     assert len(database.read("c0")) == len(files.read("c0"))
 
 
+def test_copy_refuses_whole_or_skips_what_exists(tmp_path: Path) -> None:
+    files = JSONLStore(tmp_path / "files")
+    for i in range(4):
+        put(files, crashed_session(f"c{i}"))
+    database = SQLiteStore(tmp_path / "s.db")
+    assert cli("copy", url(files), url(database), "--session", "c1")[0] == 0
+    # Without the flag: refused before anything is copied, with the way out.
+    code, _, err = cli("copy", url(files), url(database))
+    assert code == 3 and "'c1'" in err and "--skip-existing" in err
+    assert database.sessions() == ["c1"]
+    code, out, _ = cli("copy", url(files), url(database), "--skip-existing", "--json")
+    document = json.loads(out)
+    assert code == 0 and document["skipped"] == ["c1"]
+    assert [c["session_id"] for c in document["copied"]] == ["c0", "c2", "c3"]
+    # Run again: everything is there, nothing is copied, nothing changes.
+    code, out, _ = cli("copy", url(files), url(database), "--skip-existing", "--json")
+    assert code == 0 and json.loads(out)["copied"] == [] and len(json.loads(out)["skipped"]) == 4
+
+
 def test_copy_refuses_a_damaged_source(tmp_path: Path) -> None:
     files = JSONLStore(tmp_path / "files")
     put(files, crashed_session("c0"))

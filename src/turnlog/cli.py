@@ -800,30 +800,64 @@ def _export_fix(session: str, turn_open: bool, dangling: bool) -> str:
     metavar="ID",
     help="A session to copy (repeatable; default: every session in SOURCE).",
 )
+@click.option(
+    "--skip-existing",
+    is_flag=True,
+    help="Leave sessions DEST already holds as they are and copy the others.",
+)
 @json_option
 @_reports_errors
-def copy_command(source: str, dest: str, session_ids: tuple[str, ...], as_json: bool) -> None:
+def copy_command(
+    source: str, dest: str, session_ids: tuple[str, ...], skip_existing: bool, as_json: bool
+) -> None:
     """Copy sessions from the SOURCE store to the DEST store, event for event.
 
     Same seq, timestamps, origins and content; a session that exists in DEST
-    is refused, never overwritten; each copy is read back and compared.
-    This is how a store moves from files to a database.
+    is never overwritten: without --skip-existing the copy is refused before
+    anything is written. Each copy is read back and compared. This is how a
+    store moves from files to a database.
     """
+    from turnlog.errors import SessionExistsError
     from turnlog.transfer import copy_session
 
     source_store = existing_store(source)
     dest_store = store_from_url(dest)
     ids = list(session_ids) or source_store.sessions()
+    there = [session_id for session_id in ids if dest_store.exists(session_id)]
+    if there and not skip_existing:
+        # Refused whole, before the first copy: a second run is never left
+        # to find half the sessions copied.
+        named = ", ".join(repr(session_id) for session_id in there[:5])
+        raise SessionExistsError(
+            (
+                f"session {named} already exists in {dest_store.url}"
+                if len(there) == 1
+                else f"{len(there)} sessions already exist in {dest_store.url}: {named}"
+                + (", …" if len(there) > 5 else "")
+            ),
+            hint="copy never overwrites: pass --skip-existing to copy the others, or copy "
+            "into another store",
+        )
+    todo = [session_id for session_id in ids if session_id not in set(there)]
     console = _console()
     copied = []
-    for session_id in _progress(console, ids, "copying sessions", as_json=as_json):
+    for session_id in _progress(console, todo, "copying sessions", as_json=as_json):
         copied.append(copy_session(source_store, session_id, dest_store))
     if as_json:
-        _emit_json({"source": source_store.url, "dest": dest_store.url, "copied": copied})
+        _emit_json(
+            {
+                "source": source_store.url,
+                "dest": dest_store.url,
+                "copied": copied,
+                "skipped": there,
+            }
+        )
         return
     for item in copied:
         console.print(f"copied {item.session_id} ({item.events} events)")
-    if not copied:
+    for session_id in there:
+        console.print(f"skipped {session_id} (already in {dest_store.url})")
+    if not copied and not there:
         console.print("no sessions to copy")
 
 
