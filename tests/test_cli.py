@@ -521,3 +521,31 @@ def test_ls_pages_through_a_store(tmp_path: Path) -> None:
             break
         after = ["--after", page["next_after"]]
     assert seen == [f"p{i}" for i in range(5)]
+
+
+def test_one_calling_convention_for_stored_sessions(tmp_path: Path) -> None:
+    # What `turnlog.open` takes (a path, or a store and id) names a stored
+    # session for inspect, plan_stored, recover and revive alike.
+    from builders import crashed_session, put
+
+    store = turnlog.JSONLStore(tmp_path)
+    for name in ("a", "b", "c"):
+        put(store, crashed_session(name))
+    assert turnlog.inspect(tmp_path / "a.jsonl").status == "interrupted"
+    assert turnlog.inspect(str(tmp_path), "a").status == "interrupted"
+    from turnlog.triage import plan_stored
+
+    assert plan_stored(tmp_path / "a.jsonl") == plan_stored(store, "a")
+    assert turnlog.recover(tmp_path / "a.jsonl").plan
+    assert turnlog.recover(str(tmp_path), "b").plan
+    revived = turnlog.revive(tmp_path / "c.jsonl")
+    assert revived.revived and turnlog.inspect(store, "c").revivals == 1
+    with pytest.raises(turnlog.UsageError, match="names a store"):
+        turnlog.recover(str(tmp_path))
+    # The CLI names the store the same way everywhere: --store.
+    put(store, crashed_session("d"))
+    code, document = as_json("sweep", "--store", str(tmp_path))
+    done = {s["session_id"]: s["action"] for s in document["sessions"]}
+    assert code == 0 and done == {"d": "recovered"}
+    code, _, err = run("sweep", str(tmp_path), "--store", str(tmp_path / "other"))
+    assert code == 2 and "two stores" in err

@@ -862,7 +862,8 @@ def copy_command(
 
 
 @main.command("sweep")
-@click.argument("store_url", metavar="STORE", required=False)
+@click.argument("store_positional", metavar="[STORE]", required=False)
+@store_option
 @click.option(
     "--older-than",
     "older_than_s",
@@ -876,9 +877,15 @@ def copy_command(
 @json_option
 @_reports_errors
 def sweep_command(
-    store_url: str | None, older_than_s: float, revive: bool, max_revivals: int, as_json: bool
+    store_positional: str | None,
+    store_url: str | None,
+    older_than_s: float,
+    revive: bool,
+    max_revivals: int,
+    as_json: bool,
 ) -> None:
-    """Recover every crashed session in STORE: an open turn and no live writer.
+    """Recover every crashed session in the store (--store, as every command
+    takes it; a STORE argument is still read): an open turn and no live writer.
 
     Safe to run from many processes or machines at once: each session is
     repaired under its writer lock, once. Lists what this sweeper did and what
@@ -886,7 +893,12 @@ def sweep_command(
     """
     from turnlog.sweeper import sweep
 
-    store = existing_store(store_url)
+    if store_positional is not None and store_url is not None and store_positional != store_url:
+        raise UsageError(
+            f"two stores given: {store_positional!r} and --store {store_url!r}",
+            hint="name the store once, with --store",
+        )
+    store = existing_store(store_url or store_positional)
     console = _console()
     done = sweep(
         store,
@@ -1204,7 +1216,7 @@ EXAMPLES: Final = {
     "fork": "turnlog fork sessions/run-1.jsonl --at 12 --id run-1-retry",
     "export": "turnlog export sessions/run-1.jsonl --to anthropic --validate",
     "copy": "turnlog copy sessions sqlite:///sessions.db",
-    "sweep": "turnlog sweep sessions --revive",
+    "sweep": "turnlog sweep --store sessions --revive",
     "store init": "turnlog store init sqlite:///sessions.db",
     "doctor": "turnlog doctor claude-code --all --dry-run",
     "import": "turnlog import claude-code ~/.claude/projects/my-app/*.jsonl --store sessions",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from typing import Final
 
@@ -12,9 +13,11 @@ from turnlog.errors import UsageError
 from turnlog.events import Origin
 from turnlog.fold import Message
 from turnlog.log import Log
+from turnlog.log import open as open_log
 from turnlog.notices import NoticeStyle, framed
 from turnlog.recovery import Plan
 from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, refusal
+from turnlog.stores import Store
 from turnlog.verdict import Wait
 
 # The notice's body; the model reads it inside the notification frame
@@ -64,7 +67,8 @@ _CAP_HINT = (
 
 
 def revive(
-    log: Log,
+    log: Log | str | os.PathLike[str] | Store,
+    session_id: str | None = None,
     *,
     max_revivals: int = DEFAULT_MAX_REVIVALS,
     pending: Collection[str] = (),
@@ -86,8 +90,13 @@ def revive(
     recovery answers them.
 
     Decided and written under the handle's lock: threads sharing the handle
-    revive it once.
+    revive it once. Given a session as `turnlog.open` takes it (a path, or a
+    store and id) instead of a handle, it opens the session, revives it and
+    closes it; a loop then opens it again to carry on.
     """
+    if not isinstance(log, Log):
+        with open_log(log, session_id, create=False) as opened:
+            return revive(opened, max_revivals=max_revivals, pending=pending, style=style)
     with log.lock:
         return _revive(log, max_revivals=max_revivals, pending=pending, style=style)
 

@@ -168,12 +168,27 @@ class Recovery(msgspec.Struct, frozen=True, kw_only=True):
     torn_tail: TornTail | None = None
 
 
-def plan_stored(store: Store, session_id: str) -> Plan:
+def stored_session(
+    target: str | os.PathLike[str] | Store, session_id: str | None
+) -> tuple[Store, str]:
+    """A stored session named the way `turnlog.open` takes it: a `.jsonl`
+    path, or a store (directory, URL or `Store`) and a session id."""
+    store, named = open_store(target, session_id)
+    if named is None:
+        raise UsageError(
+            f"{target!r} names a store, not a session",
+            hint="pass the session id too, or the path of a .jsonl session file",
+        )
+    return store, named
+
+
+def plan_stored(target: str | os.PathLike[str] | Store, session_id: str | None = None) -> Plan:
     """What `recover` would append now, from the tail, writing nothing.
 
     Refuses (`SessionLockedError`) while a live writer holds the session: its
     open turn is work in progress, not a crash.
     """
+    store, session_id = stored_session(target, session_id)
     holder = store.lock_holder(session_id)
     if holder is not None:
         raise SessionLockedError(
@@ -189,8 +204,14 @@ def plan_stored(store: Store, session_id: str) -> Plan:
     return plan_verdict(tail.verdict())
 
 
-def recover(store: Store, session_id: str, *, force: bool = False) -> Recovery:
+def recover(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None = None,
+    *,
+    force: bool = False,
+) -> Recovery:
     """Append the repair plan to a stored session, under the writer lock.
+    The session is named as `turnlog.open` takes it (a path, or a store and id).
 
     Reads only the tail, under the lock: the open turn and its calls are all
     after the last turn boundary, so a 10 GB log costs what a 10 KB one does.
@@ -198,6 +219,7 @@ def recover(store: Store, session_id: str, *, force: bool = False) -> Recovery:
     reads refuses the session and changes nothing. Idempotent: a recovered
     session plans nothing.
     """
+    store, session_id = stored_session(target, session_id)
     with store.writer(session_id, force=force, check="tail") as writer:
         tail = writer.tail or store.read_tail(session_id)
         repairs = plan_verdict(tail.verdict())
