@@ -444,6 +444,12 @@ def test_demo_crashes_then_recovers(tmp_path: Path) -> None:
     assert "as agent payer-call_delegate_9 (revived)" in out
     assert "pending: call_delegate_9 waits on payer-call_delegate_9" in out
     assert out.count("invoice 9: paid $50") == 1
+    # What happens without turnlog, from the same crash: refused, or paid twice.
+    assert "refused by 4 of 4 providers" in out
+    assert "asks to pay invoice 7 and invoice 8 again" in out
+    # The revival notice shown whole, once; the plan is not listed a second time.
+    assert "carry on from where you stopped" in " ".join(out.split())
+    assert "recovery appended:" not in out
     # Piped, the demo keeps a terminal's width: its rules do not run on.
     assert max(len(line) for line in out.splitlines()) <= 500
 

@@ -18,11 +18,13 @@ from rich.rule import Rule
 from rich.text import Text
 
 import turnlog
+from turnlog import providers
 from turnlog.events import ToolCall, content_text
 from turnlog.fold import Message
 from turnlog.loop import AgentSpec, Reply, Tool, continue_tree, run_turn, subagent_tool
 from turnlog.render import render_events, render_inspection, render_timeline
 from turnlog.revival import revive
+from turnlog.text import display_text
 from turnlog.triage import inspect
 
 IN_FLIGHT: Final = "IN-FLIGHT"
@@ -204,6 +206,34 @@ def _kill_when_in_flight(args: list[str]) -> int:
     return child.pid
 
 
+def _without_turnlog(console: Console, session_path: Path) -> None:
+    """What the same crash does to a transcript nobody repairs."""
+    events = turnlog.JSONLStore(session_path.parent).read(session_path.stem)
+    messages = turnlog.fold(events).messages
+    rejected = [
+        name
+        for name in providers.PROVIDERS
+        if providers.validate(name, providers.render(name, messages))
+    ]
+    first = providers.validate("anthropic", providers.render("anthropic", messages))[0]
+    console.print(Text("without turnlog:", style="bold"))
+    console.print(
+        f"  the next request is refused by {len(rejected)} of {len(providers.PROVIDERS)} "
+        f'providers; Anthropic: "{first.message}" (call {first.call_id})'
+    )
+    # The other common fix: drop the tail from the message that asked. Ask the
+    # same scripted model what it does next with what is left.
+    state = turnlog.fold(events)
+    asked_at = min(call.first_seq for call in state.owed_calls)
+    kept = [message for message in messages if message.seq < asked_at]
+    again = [call for call in scripted_model(kept).tool_calls if call.name == "pay"]
+    paid = [f"invoice {call.arguments['invoice']}" for call in again]
+    console.print(
+        f"  dropping the tail instead unbricks it, and the model's next reply asks to pay "
+        f"{' and '.join(paid)} again, which the ledger above shows paid"
+    )
+
+
 def _section(console: Console, title: str) -> None:
     console.print()
     console.print(Rule(title, align="left"))
@@ -229,6 +259,7 @@ def run_demo(console: Console, directory: str) -> Path:
     ledger = (workspace / "ledger.txt").read_text()
     console.print("the bank's ledger says:")
     console.print("  " + ledger.strip().replace("\n", "\n  "))
+    _without_turnlog(console, session_path)
 
     _section(console, "2. turnlog inspect: what the log knows, from its tail")
     render_inspection(console, inspect(session_path))
@@ -241,10 +272,13 @@ def run_demo(console: Console, directory: str) -> Path:
     with turnlog.open(session_path) as log:
         revival = revive(log)
         assert revival.repairs is not None
-        render_events(console, revival.repairs.events, title="recovery appended")
         console.print(
-            f"revival {revival.revival}: the model is told what happened; no call is replayed"
+            f"recovery appended the {len(revival.repairs.events)} events planned above; "
+            f"revival {revival.revival} tells the model, in these words:"
         )
+        notice = revival.messages[-1]
+        console.print(Text(display_text(notice.content), style="yellow"), soft_wrap=False)
+        console.print("no call is replayed: the model decides")
         run_turn(log, scripted_model, demo_tools(workspace))
     console.print("the ledger afterwards (invoice 8 charged once):")
     console.print("  " + (workspace / "ledger.txt").read_text().strip().replace("\n", "\n  "))
