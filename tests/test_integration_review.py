@@ -1,0 +1,245 @@
+"""Contracts from an outside review of the integrations, on the real frameworks
+with scripted models: runs that succeed end their turn `complete` (structured
+output, retries), runs that raise or are cancelled close their turn in the
+live process, tool metadata is checked before anything of a run is written,
+closed handles say so, and handles on one session agree."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import turnlog
+from turnlog import events as ev
+from turnlog.errors import SessionInterruptedError, UsageError
+from turnlog.providers import PROVIDERS, render, validate
+
+
+def exports_valid(target: Any, session_id: str) -> None:
+    with turnlog.open(target, session_id, create=False) as log:
+        messages = log.messages
+    for provider in PROVIDERS:
+        assert validate(provider, render(provider, messages)) == [], provider
+
+
+def events_of(target: Any, session_id: str) -> list[ev.Event]:
+    return turnlog.open_store(target)[0].read(session_id)
+
+
+def turn_ends(target: Any, session_id: str) -> list[str]:
+    return [e.data.reason for e in events_of(target, session_id) if isinstance(e.data, ev.TurnEnd)]
+
+
+def results(target: Any, session_id: str) -> dict[str, ev.ToolResult]:
+    return {
+        e.data.call_id: e.data
+        for e in events_of(target, session_id)
+        if isinstance(e.data, ev.ToolResult)
+    }
+
+
+# -- Pydantic AI ------------------------------------------------------------------------
+
+
+def test_pydantic_ai_structured_output_ends_the_turn_complete(tmp_path: Path) -> None:
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    class Out(BaseModel):
+        x: int
+
+    def reply(messages: list[Any], info: Any) -> ModelResponse:
+        if any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts):
+            return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"x": 1}, "out1")])
+        return ModelResponse(parts=[ToolCallPart("look", {}, tool_call_id="c1")])
+
+    agent = Agent(FunctionModel(reply), output_type=Out)
+
+    @agent.tool_plain
+    def look() -> str:
+        return "seen"
+
+    async def main() -> None:
+        async with TurnlogCapability(tmp_path, "p") as cap:
+            result = await agent.run("go", message_history=cap.messages(), capabilities=[cap])
+            assert result.output == Out(x=1)
+        async with TurnlogCapability(tmp_path, "p", history="strict") as cap:  # not interrupted
+            await agent.run("again", message_history=cap.messages(), capabilities=[cap])
+
+    asyncio.run(main())
+    assert turn_ends(tmp_path, "p") == ["complete", "complete"]
+    assert results(tmp_path, "p")["out1"].content == "Final result processed."
+    exports_valid(tmp_path, "p")
+
+
+def test_pydantic_ai_retry_prompts_answer_their_calls_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    from pydantic_ai import Agent, ModelRetry
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    def reply(messages: list[Any], info: Any) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("flaky", {}, tool_call_id="c1"),
+                    ToolCallPart("nope", {}, tool_call_id="c2"),
+                    ToolCallPart("typed", {"a": "not a number"}, tool_call_id="c3"),
+                ]
+            )
+        if len(messages) == 3:
+            return ModelResponse(parts=[ToolCallPart("flaky", {}, tool_call_id="c4")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(reply))
+    tries: list[int] = []
+
+    @agent.tool_plain
+    def flaky() -> str:
+        tries.append(1)
+        if len(tries) == 1:
+            raise ModelRetry("try again")
+        return "ok"
+
+    @agent.tool_plain
+    def typed(a: int) -> str:
+        return "typed"
+
+    async def main() -> None:
+        async with TurnlogCapability(tmp_path, "p") as cap:
+            result = await agent.run("go", message_history=cap.messages(), capabilities=[cap])
+            assert result.output == "done"
+
+    asyncio.run(main())
+    got = results(tmp_path, "p")
+    assert got["c1"].is_error and "try again" in ev.content_text(got["c1"].content)
+    assert got["c2"].is_error and "nope" in ev.content_text(got["c2"].content)
+    assert got["c3"].is_error and got["c4"].content == "ok"
+    dispatched = {e.data.call_id for e in events_of(tmp_path, "p") if e.type == "tool_dispatch"}
+    assert dispatched == {"c1", "c4"}  # the unknown and the invalid call never started
+    assert turn_ends(tmp_path, "p") == ["complete"]
+    exports_valid(tmp_path, "p")
+
+
+def pydantic_agent_with_tool(body: Any) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, UserPromptPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def reply(messages: list[Any], info: Any) -> ModelResponse:
+        last = messages[-1].parts[-1]
+        if isinstance(last, UserPromptPart):
+            return ModelResponse(parts=[ToolCallPart("pay", {}, tool_call_id=f"c{len(messages)}")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(reply))
+    agent.tool_plain(body, name="pay")
+    return agent
+
+
+def test_pydantic_ai_a_run_that_raises_closes_its_turn(tmp_path: Path) -> None:
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    def pay() -> str:
+        raise RuntimeError("card declined")
+
+    agent = pydantic_agent_with_tool(pay)
+
+    async def main() -> None:
+        async with TurnlogCapability(tmp_path, "p") as cap:
+            with pytest.raises(RuntimeError, match="declined"):
+                await agent.run("pay", message_history=cap.messages(), capabilities=[cap])
+            with pytest.raises(RuntimeError, match="declined"):  # starts clean, fails alike
+                await agent.run("pay", message_history=cap.messages(), capabilities=[cap])
+
+    asyncio.run(main())
+    assert turn_ends(tmp_path, "p") == ["error", "error"]
+    assert turnlog.inspect(tmp_path, "p").status != "interrupted"
+    exports_valid(tmp_path, "p")
+
+
+def test_pydantic_ai_a_cancelled_run_closes_its_turn_and_the_next_starts_clean(
+    tmp_path: Path,
+) -> None:
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    started = asyncio.Event()
+
+    async def pay() -> str:
+        if not started.is_set():
+            started.set()
+            await asyncio.sleep(60)
+        return "paid"
+
+    agent = pydantic_agent_with_tool(pay)
+
+    async def main() -> None:
+        async with TurnlogCapability(tmp_path, "p") as cap:
+            task = asyncio.create_task(
+                agent.run("pay", message_history=cap.messages(), capabilities=[cap])
+            )
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # The same handle, the next run: outside the cancelled turn.
+            await agent.run("hello", message_history=cap.messages(), capabilities=[cap])
+
+    asyncio.run(main())
+    assert turn_ends(tmp_path, "p") == ["cancelled", "complete"]
+    owed = results(tmp_path, "p")["c1"]
+    assert owed.risk == "tool_outcome_unknown" and owed.rule == "U1"
+    kinds = [e.type for e in events_of(tmp_path, "p")]
+    assert kinds.index("tool_result") < kinds.index("turn_end")
+    exports_valid(tmp_path, "p")
+
+
+def test_pydantic_ai_bad_tool_metadata_is_refused_before_the_run_writes(tmp_path: Path) -> None:
+    from pydantic_ai import Tool
+
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    def pay() -> str:
+        return "paid"
+
+    agent = pydantic_agent_with_tool(lambda: "x")
+    agent = type(agent)(agent.model, tools=[Tool(pay, metadata={"idempotency": "readonly"})])
+
+    async def main() -> None:
+        async with TurnlogCapability(tmp_path, "p") as cap:
+            with pytest.raises(UsageError, match="readonly"):
+                await agent.run("pay", message_history=cap.messages(), capabilities=[cap])
+
+    asyncio.run(main())
+    assert [e.type for e in events_of(tmp_path, "p")] == ["session"]
+
+
+def test_pydantic_ai_closed_capability_refuses_to_run(tmp_path: Path) -> None:
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    agent = pydantic_agent_with_tool(lambda: "paid")
+
+    async def main() -> None:
+        cap = TurnlogCapability(tmp_path, "p")
+        await agent.run("pay", message_history=cap.messages(), capabilities=[cap])
+        await cap.close()
+        with pytest.raises(UsageError, match="closed") as caught:
+            await agent.run("pay", capabilities=[cap])
+        assert caught.value.hint
+        with turnlog.open(tmp_path, "p"):  # the writer was released
+            pass
+
+    asyncio.run(main())
+
+
+_ = SessionInterruptedError
