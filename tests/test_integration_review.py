@@ -243,3 +243,119 @@ def test_pydantic_ai_closed_capability_refuses_to_run(tmp_path: Path) -> None:
 
 
 _ = SessionInterruptedError
+
+
+# -- OpenAI Agents SDK ------------------------------------------------------------------
+
+
+def openai_agent(tool_body: Any, script: list[Any]) -> Any:
+    from agents import Agent, function_tool, set_tracing_disabled
+    from agents.testing import ScriptedModel
+
+    set_tracing_disabled(True)
+    tool = function_tool(tool_body, name_override="pay", failure_error_function=None)
+    return Agent(name="w", model=ScriptedModel(script), tools=[tool])
+
+
+def test_openai_agents_a_run_that_raised_is_closed_and_the_next_refused_until_then(
+    tmp_path: Path,
+) -> None:
+    from agents import Runner
+    from agents.exceptions import UserError
+    from agents.testing import assistant_message, function_call
+
+    from turnlog.integrations.openai_agents import TurnlogSession
+
+    def pay() -> str:
+        """Pay."""
+        raise RuntimeError("card declined")
+
+    agent = openai_agent(
+        pay, [[function_call("pay", {}, call_id="c1")], [assistant_message("sorry")]]
+    )
+
+    async def main() -> None:
+        async with TurnlogSession(tmp_path, "s") as session:
+            with pytest.raises(UserError) as raised:
+                await Runner.run(agent, "pay", session=session, hooks=session.hooks)
+            # No hook of the SDK sees the failure: the next run is refused,
+            # with what to do, before it writes anything.
+            with pytest.raises(SessionInterruptedError) as refused:
+                await Runner.run(agent, "again", session=session, hooks=session.hooks)
+            assert "fail_run" in (refused.value.hint or "")
+            await session.fail_run(raised.value)
+            await Runner.run(agent, "again", session=session, hooks=session.hooks)
+
+    asyncio.run(main())
+    assert turn_ends(tmp_path, "s") == ["error", "complete"]
+    failed = results(tmp_path, "s")["c1"]
+    assert failed.rule == "U1" and "card declined" in ev.content_text(failed.content)
+    users = [
+        ev.content_text(e.data.content)
+        for e in events_of(tmp_path, "s")
+        if isinstance(e.data, ev.UserMessage)
+    ]
+    assert users == ["pay", "again"]
+    exports_valid(tmp_path, "s")
+
+
+def test_openai_agents_leaving_the_block_with_the_error_closes_the_turn(tmp_path: Path) -> None:
+    from agents import Runner
+    from agents.exceptions import UserError
+    from agents.testing import function_call
+
+    from turnlog.integrations.openai_agents import TurnlogSession
+
+    def pay() -> str:
+        """Pay."""
+        raise RuntimeError("card declined")
+
+    agent = openai_agent(pay, [[function_call("pay", {}, call_id="c1")]])
+
+    async def main() -> None:
+        async with TurnlogSession(tmp_path, "s") as session:
+            await Runner.run(agent, "pay", session=session, hooks=session.hooks)
+
+    with pytest.raises(UserError):
+        asyncio.run(main())
+    assert turn_ends(tmp_path, "s") == ["error"]
+    assert turnlog.inspect(tmp_path, "s").status != "interrupted"
+
+    async def again() -> None:  # a new handle is not refused
+        async with TurnlogSession(tmp_path, "s") as session:
+            assert len(await session.get_items()) == 3
+
+    asyncio.run(again())
+    exports_valid(tmp_path, "s")
+
+
+def test_openai_agents_handles_on_one_session_agree_on_hidden_items(tmp_path: Path) -> None:
+    from turnlog.integrations.openai_agents import TurnlogSession
+
+    async def main() -> None:
+        async with TurnlogSession(tmp_path, "s") as one, TurnlogSession(tmp_path, "s") as two:
+            await one.add_items(
+                [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+            )
+            assert len(await two.get_items()) == 2
+            await one.pop_item()
+            assert len(await two.get_items()) == 1
+            await two.clear_session()
+            assert await one.get_items() == []
+
+    asyncio.run(main())
+
+
+def test_openai_agents_closed_session_is_a_usage_error(tmp_path: Path) -> None:
+    from turnlog.integrations.openai_agents import TurnlogSession
+
+    async def main() -> None:
+        session = TurnlogSession(tmp_path, "s")
+        await session.close()
+        with pytest.raises(UsageError, match="closed") as caught:
+            await session.get_items()
+        assert caught.value.hint
+        with pytest.raises(UsageError, match="closed"):
+            await session.add_items([{"role": "user", "content": "a"}])
+
+    asyncio.run(main())
