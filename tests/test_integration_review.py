@@ -359,3 +359,161 @@ def test_openai_agents_closed_session_is_a_usage_error(tmp_path: Path) -> None:
             await session.add_items([{"role": "user", "content": "a"}])
 
     asyncio.run(main())
+
+
+# -- Google ADK -------------------------------------------------------------------------
+
+
+def adk_runner(sessions: Any, tools: list[Any]) -> Any:
+    """A runner whose model asks for every tool at once, then says "done"."""
+    from collections.abc import AsyncGenerator
+
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+    from google.genai import types
+
+    names = [tool.__name__ for tool in tools]
+
+    class Scripted(BaseLlm):
+        model: str = "scripted"
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            last = llm_request.contents[-1]
+            if any(p.function_response for p in last.parts or []):
+                yield LlmResponse(
+                    content=types.Content(role="model", parts=[types.Part(text="ok")])
+                )
+                return
+            n = sum(1 for c in llm_request.contents if c.role == "user")
+            parts = [
+                types.Part(function_call=types.FunctionCall(id=f"{name}{n}", name=name, args={}))
+                for name in names
+            ]
+            yield LlmResponse(content=types.Content(role="model", parts=parts))
+
+    agent = LlmAgent(name="a", model=Scripted(), tools=tools)
+    return Runner(
+        app=App(name="app", root_agent=agent, plugins=[sessions.plugin]), session_service=sessions
+    )
+
+
+async def adk_say(runner: Any, text: str) -> None:
+    from google.genai import types
+
+    message = types.Content(role="user", parts=[types.Part(text=text)])
+    async for _ in runner.run_async(user_id="u", session_id="s", new_message=message):
+        pass
+
+
+def test_adk_a_run_that_raises_closes_its_turn_and_a_cut_off_call_is_outcome_unknown(
+    tmp_path: Path,
+) -> None:
+    from turnlog.integrations.adk import TurnlogSessionService
+
+    async def boom() -> str:
+        """Boom."""
+        await asyncio.sleep(0.05)
+        raise RuntimeError("exploded")
+
+    async def slow() -> str:
+        """Slow."""
+        await asyncio.sleep(30)
+        return "slow done"
+
+    async def main() -> None:
+        async with TurnlogSessionService(tmp_path) as sessions:
+            runner = adk_runner(sessions, [boom, slow])
+            await sessions.create_session(app_name="app", user_id="u", session_id="s")
+            for text in ("one", "two"):
+                with pytest.raises(RuntimeError, match="exploded"):
+                    await adk_say(runner, text)
+
+    asyncio.run(main())
+    assert turn_ends(tmp_path, "s") == ["error", "error"]
+    got = results(tmp_path, "s")
+    assert got["boom1"].risk is None and "exploded" in ev.content_text(got["boom1"].content)
+    assert got["slow1"].risk == "tool_outcome_unknown" and got["slow1"].rule == "U1"
+    exports_valid(tmp_path, "s")
+
+
+def test_adk_a_cancelled_run_refuses_the_next_until_it_is_closed(tmp_path: Path) -> None:
+    """ADK reports no cancelled run to its plugins: the next run is refused,
+    with what to do, and `fail_run` closes the turn with what ended it."""
+    from turnlog.integrations.adk import TurnlogSessionService
+
+    started = asyncio.Event()
+
+    async def slow() -> str:
+        """Slow."""
+        if not started.is_set():
+            started.set()
+            await asyncio.sleep(30)
+        return "slow done"
+
+    async def main() -> None:
+        async with TurnlogSessionService(tmp_path) as sessions:
+            runner = adk_runner(sessions, [slow])
+            await sessions.create_session(app_name="app", user_id="u", session_id="s")
+            task = asyncio.create_task(adk_say(runner, "one"))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            with pytest.raises(SessionInterruptedError) as refused:
+                await adk_say(runner, "two")
+            assert "fail_run" in (refused.value.hint or "")
+            await sessions.fail_run("s", asyncio.CancelledError())
+            await adk_say(runner, "three")
+
+    asyncio.run(main())
+    assert turn_ends(tmp_path, "s") == ["cancelled", "complete"]
+    assert results(tmp_path, "s")["slow1"].rule == "U1"
+    users = [
+        ev.content_text(e.data.content)
+        for e in events_of(tmp_path, "s")
+        if isinstance(e.data, ev.UserMessage)
+    ]
+    assert users == ["one", "three"]
+    exports_valid(tmp_path, "s")
+
+
+def test_adk_a_run_ended_unseen_refuses_the_next_until_it_is_closed(tmp_path: Path) -> None:
+    """Without the plugin no callback reports a failed run: the next run is
+    refused, with what to do, until `fail_run` closes the turn."""
+    from google.adk.events.event import Event as AdkEvent
+    from google.genai import types
+
+    from turnlog.integrations.adk import TurnlogSessionService
+
+    def said(invocation: str, text: str) -> Any:
+        return AdkEvent(
+            author="user",
+            invocation_id=invocation,
+            content=types.Content(role="user", parts=[types.Part(text=text)]),
+        )
+
+    async def main() -> None:
+        async with TurnlogSessionService(tmp_path) as sessions:
+            session = await sessions.create_session(app_name="app", user_id="u", session_id="s")
+            await sessions.append_event(session, said("i1", "one"))
+            call = types.Part(function_call=types.FunctionCall(id="c1", name="pay", args={}))
+            asked = AdkEvent(
+                author="a", invocation_id="i1", content=types.Content(role="model", parts=[call])
+            )
+            await sessions.append_event(session, asked)
+            with pytest.raises(SessionInterruptedError) as refused:
+                await sessions.append_event(session, said("i2", "two"))
+            assert "fail_run" in (refused.value.hint or "")
+            await sessions.fail_run("s", RuntimeError("gone"))
+            await sessions.append_event(session, said("i2", "two"))
+
+    asyncio.run(main())
+    assert turn_ends(tmp_path, "s") == ["error"]
+    assert results(tmp_path, "s")["c1"].rule == "U1"  # without the plugin: dispatched
+    exports_valid(tmp_path, "s")

@@ -52,11 +52,15 @@ from turnlog.integrations import (
     begin_step,
     check_idempotency_map,
     end_turn,
+    fail_run,
     refuse_interrupted,
+    refuse_unfinished,
     release,
+    shared_state,
     tool_idempotency,
 )
 from turnlog.log import Log
+from turnlog.recovery import unwind_result
 from turnlog.stores import Store, open_store
 
 # The ADK event itself, kept beside what turnlog made of it: ADK's state
@@ -237,6 +241,10 @@ class TurnlogSessionService(BaseSessionService):
         log = await asyncio.to_thread(self._log, session.id)
         # Nothing lands in a crashed turn, not even in ADK's copy of the session.
         refuse_interrupted(log)
+        if event.author == "user" and _run(log)["invocation"] not in (None, event.invocation_id):
+            # A new invocation while an earlier one's turn is open: it ended in
+            # a way no callback reported (a cancellation, or no plugin).
+            refuse_unfinished(log, how=_UNFINISHED_HOW)
         event = await super().append_event(session, event)
         await asyncio.to_thread(self._record, log, event)
         return event
@@ -257,6 +265,8 @@ class TurnlogSessionService(BaseSessionService):
                     log.user(text)
                 log.append(raw)
             elif calls:
+                if log.verdict().open_turn is None:
+                    _run(log)["invocation"] = event.invocation_id
                 begin_step(log)
                 log.assistant(
                     [{"type": "text", "text": text}] if text else "",
@@ -296,10 +306,13 @@ class TurnlogSessionService(BaseSessionService):
                         )
                 log.append(raw)
             elif text and event.is_final_response():
+                if log.verdict().open_turn is None:
+                    _run(log)["invocation"] = event.invocation_id
                 begin_step(log)
                 log.assistant(text)
                 log.append(raw)
-                end_turn(log)
+                if end_turn(log):
+                    _run(log)["invocation"] = None
             else:
                 log.append(raw)
 
@@ -313,6 +326,45 @@ class TurnlogSessionService(BaseSessionService):
         self._log(session_id).append(
             ev.ToolResult(call_id=call_id, name=name, content=text, is_error=error)
         )
+
+    def _cut_off(self, session_id: str, call_id: str, name: str, error: BaseException) -> None:
+        """A call ADK cancelled mid-run (a parallel call failed): it may have
+        taken effect, so it reads outcome unknown (U1), not a plain error."""
+        log = self._log(session_id)
+        with log.lock:
+            if call_id not in {call.call_id for call in log.verdict().owed}:
+                return
+            result = unwind_result(call_id, name, dispatched=True, error=type(error).__name__)
+            log.append(result, origin=Origin.UNWIND.value)
+
+    def _failed(self, session_id: str, error: BaseException, invocation: str | None) -> None:
+        log = self._log(session_id)
+        with log.lock:
+            run = _run(log)
+            if invocation is not None and run["invocation"] not in (None, invocation):
+                return  # another run's turn (this run was refused for it): not ours to close
+            fail_run(log, error)
+            run["invocation"] = None
+
+    async def fail_run(self, session_id: str, error: BaseException) -> None:
+        """Close the turn a run left open when it ended unseen (cancelled, or
+        run without `sessions.plugin`): a dispatched call unanswered reads
+        outcome unknown, an undispatched one not started, the turn ends
+        `error` (`cancelled` for a cancellation). With the plugin, a run that
+        raises is closed this way on its own."""
+        await asyncio.to_thread(self._failed, session_id, error, None)
+
+
+_UNFINISHED_HOW = (
+    "an earlier run on this session ended without ending its turn (cancelled, or run "
+    "without sessions.plugin); call `await sessions.fail_run(session_id, error)` "
+    "with what ended it, then run again"
+)
+
+
+def _run(log: Log) -> dict[str, str | None]:
+    """The invocation whose turn is open, shared by the services on this writer."""
+    return shared_state(log, "adk", lambda: {"invocation": None})
 
 
 class TurnlogPlugin(BasePlugin):
@@ -356,7 +408,11 @@ class TurnlogPlugin(BasePlugin):
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
     ) -> None:
         call_id = tool_context.function_call_id
-        if call_id is not None:
+        if call_id is not None and isinstance(error, asyncio.CancelledError):
+            await asyncio.to_thread(
+                self._service._cut_off, tool_context.session.id, call_id, tool.name, error
+            )
+        elif call_id is not None:
             await asyncio.to_thread(
                 self._service._result,
                 tool_context.session.id,
@@ -365,6 +421,16 @@ class TurnlogPlugin(BasePlugin):
                 f"{type(error).__name__}: {error}",
                 True,
             )
+
+    async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+        # The run raised: its turn is closed here, as the reference loop
+        # closes one, so the next run on the session starts clean.
+        await asyncio.to_thread(
+            self._service._failed,
+            invocation_context.session.id,
+            error,
+            invocation_context.invocation_id,
+        )
 
 
 def _adk_events(stored: list[ev.Event]) -> list[AdkEvent]:
