@@ -517,3 +517,73 @@ def test_adk_a_run_ended_unseen_refuses_the_next_until_it_is_closed(tmp_path: Pa
     assert turn_ends(tmp_path, "s") == ["error"]
     assert results(tmp_path, "s")["c1"].rule == "U1"  # without the plugin: dispatched
     exports_valid(tmp_path, "s")
+
+
+# -- LangGraph --------------------------------------------------------------------------
+
+
+def langgraph_app(wrapper: Any, *, metadata: dict[str, Any] | None = None) -> Any:
+    """A graph whose model asks for one charge, then answers "charged"."""
+    import sqlite3
+
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        return f"charged {amount}"
+
+    charge.metadata = metadata
+
+    def model(state: Any) -> dict[str, Any]:
+        if isinstance(state["messages"][-1], ToolMessage):
+            return {"messages": [AIMessage(content="charged")]}
+        calls = [{"id": "c1", "name": "charge", "args": {"amount": 1}}]
+        return {"messages": [AIMessage(content="", tool_calls=calls)]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", model)
+    graph.add_node("tools", ToolNode([charge], wrap_tool_call=wrapper))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    saver = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
+    return graph.compile(checkpointer=saver)
+
+
+def test_langgraph_wrappers_on_one_session_record_each_message_once(tmp_path: Path) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from turnlog.integrations.langgraph import TurnlogToolWrapper
+
+    config: Any = {"configurable": {"thread_id": "t"}}
+    with TurnlogToolWrapper(tmp_path, "t") as one, TurnlogToolWrapper(tmp_path, "t") as two:
+        app = langgraph_app(one)
+        out = app.invoke({"messages": [HumanMessage("charge")]}, config)
+        two.finish(out)
+        one.finish(out)
+    with turnlog.open(tmp_path, "t") as log:
+        roles = [m.role for m in log.messages]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    assert turn_ends(tmp_path, "t") == ["complete"]
+    exports_valid(tmp_path, "t")
+
+
+def test_langgraph_bad_tool_metadata_is_refused_before_the_request_is_written(
+    tmp_path: Path,
+) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from turnlog.integrations.langgraph import TurnlogToolWrapper
+
+    config: Any = {"configurable": {"thread_id": "t"}}
+    with TurnlogToolWrapper(tmp_path, "t") as tools:
+        app = langgraph_app(tools, metadata={"idempotency": "readonly"})
+        with pytest.raises(UsageError, match="readonly"):
+            app.invoke({"messages": [HumanMessage("charge")]}, config)
+    assert [e.type for e in events_of(tmp_path, "t")] == ["session"]
+    assert turnlog.inspect(tmp_path, "t").status != "interrupted"
