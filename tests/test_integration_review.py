@@ -587,3 +587,41 @@ def test_langgraph_bad_tool_metadata_is_refused_before_the_request_is_written(
             app.invoke({"messages": [HumanMessage("charge")]}, config)
     assert [e.type for e in events_of(tmp_path, "t")] == ["session"]
     assert turnlog.inspect(tmp_path, "t").status != "interrupted"
+
+
+def test_adk_service_lists_no_deleted_session_and_shares_app_and_user_state(
+    tmp_path: Path,
+) -> None:
+    """As ADK's own session services: a deleted session is not listed, and
+    `app:` keys are shared by the app's sessions, `user:` keys by the user's."""
+    from google.adk.events.event import Event as AdkEvent
+    from google.adk.events.event_actions import EventActions
+    from google.genai import types
+
+    from turnlog.integrations.adk import TurnlogSessionService
+
+    async def main() -> None:
+        async with TurnlogSessionService(tmp_path) as sessions:
+            first = await sessions.create_session(app_name="app", user_id="u", session_id="a")
+            await sessions.create_session(app_name="app", user_id="u", session_id="b")
+            await sessions.create_session(app_name="app", user_id="v", session_id="c")
+            said = AdkEvent(
+                author="user",
+                invocation_id="i1",
+                content=types.Content(role="user", parts=[types.Part(text="hi")]),
+                actions=EventActions(
+                    state_delta={"app:theme": "dark", "user:name": "Ann", "mine": 1}
+                ),
+            )
+            await sessions.append_event(first, said)
+        async with TurnlogSessionService(tmp_path) as sessions:
+            b = await sessions.get_session(app_name="app", user_id="u", session_id="b")
+            c = await sessions.get_session(app_name="app", user_id="v", session_id="c")
+            assert b is not None and c is not None
+            assert b.state == {"app:theme": "dark", "user:name": "Ann"}
+            assert c.state == {"app:theme": "dark"}
+            await sessions.delete_session(app_name="app", user_id="u", session_id="b")
+            listed = await sessions.list_sessions(app_name="app", user_id="u")
+            assert [s.id for s in listed.sessions] == ["a"]
+
+    asyncio.run(main())

@@ -206,6 +206,9 @@ class TurnlogSessionService(BaseSessionService):
             session.events.append(event)
         if session.events:
             session.last_update_time = session.events[-1].timestamp
+        # `app:` and `user:` keys are shared across the app's (the user's)
+        # sessions, as ADK's own services share them.
+        session.state.update(self._shared_keys(app_name, user_id))
         if config is not None:
             events = session.events
             if config.num_recent_events is not None:
@@ -226,9 +229,49 @@ class TurnlogSessionService(BaseSessionService):
             header = self.store.read_header(session_id)
             data = header.data if header is not None else None
             adk = ((data.meta or {}) if isinstance(data, ev.Session) else {}).get("adk", {})
-            if adk.get("app_name") == app_name and user_id in (None, adk.get("user_id")):
-                out.append(Session(id=session_id, app_name=app_name, user_id=adk["user_id"]))
+            if adk.get("app_name") != app_name or user_id not in (None, adk.get("user_id")):
+                continue
+            if self._deleted(session_id):
+                continue  # hidden from ADK, as `get_session` hides it
+            out.append(Session(id=session_id, app_name=app_name, user_id=adk["user_id"]))
         return ListSessionsResponse(sessions=out)
+
+    def _shared_keys(self, app_name: str, user_id: str) -> dict[str, Any]:
+        """The newest value of every `app:` key set in the app's sessions and
+        every `user:` key set in this user's, read from the ADK events kept in
+        each session (so it survives the process), oldest first."""
+        changes: list[tuple[float, str, Any]] = []
+        for session_id in self.store.sessions():
+            header = self.store.read_header(session_id)
+            data = header.data if header is not None else None
+            adk = ((data.meta or {}) if isinstance(data, ev.Session) else {}).get("adk", {})
+            if adk.get("app_name") != app_name:
+                continue
+            prefixes = ("app:", "user:") if adk.get("user_id") == user_id else ("app:",)
+            created = _ts(header.ts) if header is not None else 0.0
+            for key, value in (adk.get("state") or {}).items():
+                if key.startswith(prefixes):
+                    changes.append((created, key, value))
+            for event in self._events(session_id):
+                if isinstance(event.data, ev.Custom) and event.data.type == _EVENT:
+                    stored = event.data.fields["event"]
+                    delta = (stored.get("actions") or {}).get("state_delta") or {}
+                    when = float(stored.get("timestamp") or 0.0)
+                    changes.extend((when, k, v) for k, v in delta.items() if k.startswith(prefixes))
+        changes.sort(key=lambda change: change[0])
+        return {key: value for _, key, value in changes}
+
+    def _events(self, session_id: str) -> list[ev.Event]:
+        """A session's events, read under its writer's lock when this service holds it."""
+        log = self._logs.get(session_id)
+        if log is not None and not log.closed:
+            with log.lock:
+                return list(self.store.iter_events(session_id))
+        return list(self.store.iter_events(session_id))
+
+    def _deleted(self, session_id: str) -> bool:
+        events = self._events(session_id)
+        return any(isinstance(e.data, ev.Custom) and e.data.type == _DELETED for e in events)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Hide the session from ADK. Appends an event; nothing is deleted."""
