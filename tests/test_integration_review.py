@@ -625,3 +625,30 @@ def test_adk_service_lists_no_deleted_session_and_shares_app_and_user_state(
             assert [s.id for s in listed.sessions] == ["a"]
 
     asyncio.run(main())
+
+
+# -- the revival cap --------------------------------------------------------------------
+
+
+def test_a_handle_past_the_revival_cap_warns_and_recovers(tmp_path: Path) -> None:
+    from turnlog.integrations import RevivalCapWarning
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    def crash() -> None:
+        with turnlog.open(tmp_path, "p") as log:
+            log.append(log.next_turn_start())  # closed with the turn open: a crash
+
+    for _ in range(3):
+        crash()
+        with turnlog.open(tmp_path, "p", revive=True):
+            pass
+    crash()
+
+    async def main() -> None:
+        with pytest.warns(RevivalCapWarning, match="revival cap"):
+            async with TurnlogCapability(tmp_path, "p", revive=True):
+                pass
+
+    asyncio.run(main())
+    found = turnlog.inspect(tmp_path, "p")
+    assert found.revivals == 3 and found.status != "interrupted"
