@@ -284,7 +284,9 @@ class TurnlogSessionService(BaseSessionService):
         log = await asyncio.to_thread(self._log, session.id)
         # Nothing lands in a crashed turn, not even in ADK's copy of the session.
         refuse_interrupted(log)
-        if event.author == "user" and _run(log)["invocation"] not in (None, event.invocation_id):
+        parts = (event.content.parts or []) if event.content else []
+        said = event.author == "user" and not any(p.function_response for p in parts)
+        if said and _run(log)["invocation"] not in (None, event.invocation_id):
             # A new invocation while an earlier one's turn is open: it ended in
             # a way no callback reported (a cancellation, or no plugin).
             refuse_unfinished(log, how=_UNFINISHED_HOW)

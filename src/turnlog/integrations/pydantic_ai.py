@@ -146,13 +146,17 @@ class TurnlogCapability(AbstractCapability[Any]):
 
     async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
         log = self.log
+        before = _open_turn_seq(log.log)
         try:
             return await handler()
         except BaseException as exc:
             # The run raised or was cancelled: close its turn here, as the
             # reference loop does, so the next run on the session starts clean.
-            # Synchronous on purpose: a cancelled task may not get to await.
-            fail_run(log.log, exc)
+            # Only a turn this run opened: a run refused for another run's
+            # open turn must not close it. Synchronous on purpose: a
+            # cancelled task may not get to await.
+            if _open_turn_seq(log.log) not in (None, before):
+                fail_run(log.log, exc)
             raise
         finally:
             self._prompts.pop(str(getattr(ctx, "run_id", "")), None)
@@ -248,6 +252,11 @@ class TurnlogCapability(AbstractCapability[Any]):
         await self.log.call(_settle, self.log.log, list(result.all_messages()))
         await self.log.call(end_turn, self.log.log)
         return result
+
+
+def _open_turn_seq(log: Log) -> int | None:
+    turn = log.verdict().open_turn
+    return turn.seq if turn is not None else None
 
 
 def _settle(log: Log, messages: list[Any]) -> None:
