@@ -74,8 +74,7 @@ def test_the_docs_section_survives_a_kill_and_revives(
     assert found.status == "interrupted"
     owed = {call.call_id: call for call in found.owed_calls}
     assert owed[f"call_1_{killed_in}"].risk == "tool_outcome_unknown"
-    # The doc declares `charge` destructive: the dispatch says so, and so will
-    # the synthetic result.
+    # The doc declares `charge` destructive: the dispatch says so.
     dispatches = [
         e.data
         for e in turnlog.open_store(target)[0].read(session)
@@ -100,7 +99,8 @@ def test_the_docs_section_survives_a_kill_and_revives(
         if isinstance(e.data, turnlog.ToolResult) and e.data.call_id == f"call_1_{killed_in}"
     )
     assert repair.risk == "tool_outcome_unknown"
-    assert "destructively" in content_text(repair.content)
+    # One honest answer whatever the idempotency: it may have run, not retried.
+    assert "NOT been retried" in content_text(repair.content)
     after = turnlog.inspect(target, session)
     assert after.status == "finished" and after.revivals == 1
     for provider in PROVIDERS:
