@@ -46,6 +46,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from turnlog import events as ev
+from turnlog.errors import TurnlogError
 from turnlog.events import Origin, ToolCall
 from turnlog.integrations import (
     acquire,
@@ -252,7 +253,13 @@ class TurnlogSessionService(BaseSessionService):
             for key, value in (adk.get("state") or {}).items():
                 if key.startswith(prefixes):
                     changes.append((created, key, value))
-            for event in self._events(session_id):
+            try:
+                events = self._events(session_id)
+            except TurnlogError:
+                # A session another writer is mid-append on, or a damaged one:
+                # its own `get_session` reports it; the others still load.
+                continue
+            for event in events:
                 if isinstance(event.data, ev.Custom) and event.data.type == _EVENT:
                     stored = event.data.fields["event"]
                     delta = (stored.get("actions") or {}).get("state_delta") or {}
