@@ -283,6 +283,8 @@ def test_openai_agents_a_run_that_raised_is_closed_and_the_next_refused_until_th
             with pytest.raises(SessionInterruptedError) as refused:
                 await Runner.run(agent, "again", session=session, hooks=session.hooks)
             assert "fail_run" in (refused.value.hint or "")
+            with pytest.raises(SessionInterruptedError):  # no input saved: the model call
+                await Runner.run(agent, [], session=session, hooks=session.hooks)
             await session.fail_run(raised.value)
             await Runner.run(agent, "again", session=session, hooks=session.hooks)
 

@@ -225,6 +225,7 @@ class TurnlogSession:
         (`cancelled` for a cancellation). Leaving the `async with` block with
         the exception does the same. The next run then starts clean."""
         await self.log.call(fail_run, self.log.log, error)
+        self._shared.run = None
 
     def hooks_with(self, *others: RunHooks[Any]) -> TurnlogHooks:
         """The run's one `hooks=` slot for turnlog and your own `RunHooks`:
@@ -252,6 +253,7 @@ class TurnlogSession:
             # with what this process knows (the exception), not left for
             # recovery to call interrupted.
             fail_run(self._log.log, exc)
+            self._shared.run = None
         await self.close()
 
 
@@ -269,6 +271,9 @@ class _Hiding:
         self.hidden: set[tuple[int, int]] = set()
         self.cleared_through = -1
         self.item_ids: set[str] = set()
+        # The run (its context object, the same through one `Runner.run`)
+        # whose turn is open: another run's model call must not land in it.
+        self.run: Any = None
 
     @classmethod
     def read(cls, log: Any) -> _Hiding:
@@ -280,6 +285,19 @@ class _Hiding:
             elif isinstance(data, ev.Custom) and data.type == _CLEAR_EVENT:
                 out.cleared_through = int(data.fields["through_seq"])
         return out
+
+
+def _begin_step(log: Any, shared: _Hiding, context: Any) -> None:
+    """A model call of the run `context`: a turn another run left open (an
+    exception no hook saw, with no input saved to refuse) is refused here,
+    before anything of this run lands in it."""
+    with log.lock:
+        turn = log.verdict().open_turn
+        if turn is not None and shared.run is not None and shared.run is not context:
+            refuse_unfinished(log, how=_UNFINISHED_HOW)
+        if turn is None:
+            shared.run = context
+        begin_step(log)
 
 
 def _tool_call(item: dict[str, Any]) -> ToolCall:
@@ -310,7 +328,7 @@ class TurnlogHooks(RunHooks[Any]):
     async def on_llm_start(
         self, context: Any, agent: Any, system_prompt: Any, input_items: Any
     ) -> None:
-        await self._log.call(begin_step, self._log.log)
+        await self._log.call(_begin_step, self._log.log, self._session._shared, context)
         for other in self._others:
             await other.on_llm_start(context, agent, system_prompt, input_items)
 
@@ -369,6 +387,7 @@ class TurnlogHooks(RunHooks[Any]):
             await other.on_tool_end(context, agent, tool, result)
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
-        await self._log.call(end_turn, self._log.log)
+        if await self._log.call(end_turn, self._log.log):
+            self._session._shared.run = None
         for other in self._others:
             await other.on_agent_end(context, agent, output)
