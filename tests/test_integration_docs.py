@@ -74,8 +74,7 @@ def test_the_docs_section_survives_a_kill_and_revives(
     assert found.status == "interrupted"
     owed = {call.call_id: call for call in found.owed_calls}
     assert owed[f"call_1_{killed_in}"].risk == "tool_outcome_unknown"
-    # The doc declares `charge` destructive: the dispatch says so, and so will
-    # the synthetic result.
+    # The doc declares `charge` destructive: the dispatch says so.
     dispatches = [
         e.data
         for e in turnlog.open_store(target)[0].read(session)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
 
 from turnlog import events as ev
 from turnlog.errors import SessionInterruptedError, TurnlogError, UsageError
@@ -28,6 +28,13 @@ IDEMPOTENCY_VALUES = tuple(value.value for value in ev.Idempotency)
 class _Shared:
     log: Log
     refs: int
+    # What the handles on this writer must agree on (the items hidden from
+    # the Agents SDK, the thread messages LangGraph wrappers recorded, the
+    # run a turn belongs to), one entry per integration.
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+_T = TypeVar("_T")
 
 
 # A web handler builds a framework session object per request, as it does with
@@ -80,6 +87,20 @@ def acquire(
     return log
 
 
+def shared_state(log: Log, key: str, factory: Callable[[], _T]) -> _T:
+    """State every handle on this writer shares, made by `factory` on first use.
+    A writer that is not shared (closed, or opened outside `acquire`) gets a
+    fresh one each time, which is all such a writer ever has."""
+    with _HANDLES_LOCK:
+        shared = _HANDLES.get(_key(log.store, log.session_id))
+        if shared is None or shared.log is not log:
+            return factory()
+        if key not in shared.state:
+            shared.state[key] = factory()
+        value: _T = shared.state[key]
+        return value
+
+
 def release(log: Log) -> None:
     """Give back a handle from `acquire`; the last one closes the `Log`."""
     with _HANDLES_LOCK:
@@ -106,11 +127,55 @@ def repair(log: Log, *, recover: bool = False, revive: bool = False) -> None:
         if revive:
             from turnlog.revival import revive as revive_log
 
-            revive_log(log)
+            revived = revive_log(log)
+            if not revived.revived and revived.reason in ("revival_cap", "revival_disabled"):
+                # The cap exists to stop a crash loop; a handle that falls back
+                # to recovery and runs on says so, or a loop goes unnoticed.
+                warnings.warn(
+                    f"session {log.session_id!r} is past its revival cap "
+                    f"({revived.revival} revivals): recovered without a resume notice, "
+                    "and the run goes on",
+                    RevivalCapWarning,
+                    stacklevel=4,
+                )
         # Past the revival cap nothing is revived, and recovery still closes
         # the turn, as `turnlog.open(..., revive=True)` does.
         if log.crashed and (recover or revive or not log.verdict().owed):
             log.recover()
+
+
+class RevivalCapWarning(UserWarning):
+    """A handle opened with `revive=True` found the session past its revival
+    cap: it was recovered (owed calls answered, no resume notice) and the run
+    goes on. Turn the warning into an error to stop a crash loop there."""
+
+
+def fail_run(log: Log, exc: BaseException) -> None:
+    """The framework's run raised or was cancelled in this process: close the
+    turn it left open as the reference loop does (`Log.fail_turn`): a
+    dispatched call unanswered is outcome unknown (U1), an undispatched one
+    did not start (U2), the turn ends `error` (or `cancelled`). The next run
+    on the session starts clean."""
+    with log.lock:
+        if log.closed or log.crashed or log.verdict().open_turn is None:
+            return
+        log.fail_turn(exc)
+
+
+def refuse_unfinished(log: Log, *, how: str) -> None:
+    """A run is starting while an earlier run of this process left its turn
+    open (an exception no hook of the framework saw): its words would land
+    inside that turn. Refused; `how` says how to close it."""
+    with log.lock:
+        found = log.verdict()
+        if log.crashed or found.open_turn is None:
+            return
+        owed = ", ".join(call.call_id for call in found.owed) or "none"
+    raise SessionInterruptedError(
+        f"session {log.session_id!r}: an earlier run in this process ended without ending "
+        f"its turn (owed: {owed}); a new run would start inside that turn",
+        hint=how,
+    )
 
 
 def refuse_interrupted(log: Log, *, how: str | None = None) -> None:

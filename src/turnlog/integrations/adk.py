@@ -46,17 +46,22 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from turnlog import events as ev
+from turnlog.errors import TurnlogError
 from turnlog.events import Origin, ToolCall
 from turnlog.integrations import (
     acquire,
     begin_step,
     check_idempotency_map,
     end_turn,
+    fail_run,
     refuse_interrupted,
+    refuse_unfinished,
     release,
+    shared_state,
     tool_idempotency,
 )
 from turnlog.log import Log
+from turnlog.recovery import unwind_result
 from turnlog.stores import Store, open_store
 
 # The ADK event itself, kept beside what turnlog made of it: ADK's state
@@ -202,6 +207,9 @@ class TurnlogSessionService(BaseSessionService):
             session.events.append(event)
         if session.events:
             session.last_update_time = session.events[-1].timestamp
+        # `app:` and `user:` keys are shared across the app's (the user's)
+        # sessions, as ADK's own services share them.
+        session.state.update(self._shared_keys(app_name, user_id))
         if config is not None:
             events = session.events
             if config.num_recent_events is not None:
@@ -222,9 +230,55 @@ class TurnlogSessionService(BaseSessionService):
             header = self.store.read_header(session_id)
             data = header.data if header is not None else None
             adk = ((data.meta or {}) if isinstance(data, ev.Session) else {}).get("adk", {})
-            if adk.get("app_name") == app_name and user_id in (None, adk.get("user_id")):
-                out.append(Session(id=session_id, app_name=app_name, user_id=adk["user_id"]))
+            if adk.get("app_name") != app_name or user_id not in (None, adk.get("user_id")):
+                continue
+            if self._deleted(session_id):
+                continue  # hidden from ADK, as `get_session` hides it
+            out.append(Session(id=session_id, app_name=app_name, user_id=adk["user_id"]))
         return ListSessionsResponse(sessions=out)
+
+    def _shared_keys(self, app_name: str, user_id: str) -> dict[str, Any]:
+        """The newest value of every `app:` key set in the app's sessions and
+        every `user:` key set in this user's, read from the ADK events kept in
+        each session (so it survives the process), oldest first."""
+        changes: list[tuple[float, str, Any]] = []
+        for session_id in self.store.sessions():
+            header = self.store.read_header(session_id)
+            data = header.data if header is not None else None
+            adk = ((data.meta or {}) if isinstance(data, ev.Session) else {}).get("adk", {})
+            if adk.get("app_name") != app_name:
+                continue
+            prefixes = ("app:", "user:") if adk.get("user_id") == user_id else ("app:",)
+            created = _ts(header.ts) if header is not None else 0.0
+            for key, value in (adk.get("state") or {}).items():
+                if key.startswith(prefixes):
+                    changes.append((created, key, value))
+            try:
+                events = self._events(session_id)
+            except TurnlogError:
+                # A session another writer is mid-append on, or a damaged one:
+                # its own `get_session` reports it; the others still load.
+                continue
+            for event in events:
+                if isinstance(event.data, ev.Custom) and event.data.type == _EVENT:
+                    stored = event.data.fields["event"]
+                    delta = (stored.get("actions") or {}).get("state_delta") or {}
+                    when = float(stored.get("timestamp") or 0.0)
+                    changes.extend((when, k, v) for k, v in delta.items() if k.startswith(prefixes))
+        changes.sort(key=lambda change: change[0])
+        return {key: value for _, key, value in changes}
+
+    def _events(self, session_id: str) -> list[ev.Event]:
+        """A session's events, read under its writer's lock when this service holds it."""
+        log = self._logs.get(session_id)
+        if log is not None and not log.closed:
+            with log.lock:
+                return list(self.store.iter_events(session_id))
+        return list(self.store.iter_events(session_id))
+
+    def _deleted(self, session_id: str) -> bool:
+        events = self._events(session_id)
+        return any(isinstance(e.data, ev.Custom) and e.data.type == _DELETED for e in events)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Hide the session from ADK. Appends an event; nothing is deleted."""
@@ -237,6 +291,12 @@ class TurnlogSessionService(BaseSessionService):
         log = await asyncio.to_thread(self._log, session.id)
         # Nothing lands in a crashed turn, not even in ADK's copy of the session.
         refuse_interrupted(log)
+        parts = (event.content.parts or []) if event.content else []
+        said = event.author == "user" and not any(p.function_response for p in parts)
+        if said and _run(log)["invocation"] not in (None, event.invocation_id):
+            # A new invocation while an earlier one's turn is open: it ended in
+            # a way no callback reported (a cancellation, or no plugin).
+            refuse_unfinished(log, how=_UNFINISHED_HOW)
         event = await super().append_event(session, event)
         await asyncio.to_thread(self._record, log, event)
         return event
@@ -257,6 +317,8 @@ class TurnlogSessionService(BaseSessionService):
                     log.user(text)
                 log.append(raw)
             elif calls:
+                if log.verdict().open_turn is None:
+                    _run(log)["invocation"] = event.invocation_id
                 begin_step(log)
                 log.assistant(
                     [{"type": "text", "text": text}] if text else "",
@@ -296,10 +358,13 @@ class TurnlogSessionService(BaseSessionService):
                         )
                 log.append(raw)
             elif text and event.is_final_response():
+                if log.verdict().open_turn is None:
+                    _run(log)["invocation"] = event.invocation_id
                 begin_step(log)
                 log.assistant(text)
                 log.append(raw)
-                end_turn(log)
+                if end_turn(log):
+                    _run(log)["invocation"] = None
             else:
                 log.append(raw)
 
@@ -313,6 +378,45 @@ class TurnlogSessionService(BaseSessionService):
         self._log(session_id).append(
             ev.ToolResult(call_id=call_id, name=name, content=text, is_error=error)
         )
+
+    def _cut_off(self, session_id: str, call_id: str, name: str, error: BaseException) -> None:
+        """A call ADK cancelled mid-run (a parallel call failed): it may have
+        taken effect, so it reads outcome unknown (U1), not a plain error."""
+        log = self._log(session_id)
+        with log.lock:
+            if call_id not in {call.call_id for call in log.verdict().owed}:
+                return
+            result = unwind_result(call_id, name, dispatched=True, error=type(error).__name__)
+            log.append(result, origin=Origin.UNWIND.value)
+
+    def _failed(self, session_id: str, error: BaseException, invocation: str | None) -> None:
+        log = self._log(session_id)
+        with log.lock:
+            run = _run(log)
+            if invocation is not None and run["invocation"] not in (None, invocation):
+                return  # another run's turn (this run was refused for it): not ours to close
+            fail_run(log, error)
+            run["invocation"] = None
+
+    async def fail_run(self, session_id: str, error: BaseException) -> None:
+        """Close the turn a run left open when it ended unseen (cancelled, or
+        run without `sessions.plugin`): a dispatched call unanswered reads
+        outcome unknown, an undispatched one not started, the turn ends
+        `error` (`cancelled` for a cancellation). With the plugin, a run that
+        raises is closed this way on its own."""
+        await asyncio.to_thread(self._failed, session_id, error, None)
+
+
+_UNFINISHED_HOW = (
+    "an earlier run on this session ended without ending its turn (cancelled, or run "
+    "without sessions.plugin); call `await sessions.fail_run(session_id, error)` "
+    "with what ended it, then run again"
+)
+
+
+def _run(log: Log) -> dict[str, str | None]:
+    """The invocation whose turn is open, shared by the services on this writer."""
+    return shared_state(log, "adk", lambda: {"invocation": None})
 
 
 class TurnlogPlugin(BasePlugin):
@@ -356,7 +460,11 @@ class TurnlogPlugin(BasePlugin):
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
     ) -> None:
         call_id = tool_context.function_call_id
-        if call_id is not None:
+        if call_id is not None and isinstance(error, asyncio.CancelledError):
+            await asyncio.to_thread(
+                self._service._cut_off, tool_context.session.id, call_id, tool.name, error
+            )
+        elif call_id is not None:
             await asyncio.to_thread(
                 self._service._result,
                 tool_context.session.id,
@@ -365,6 +473,16 @@ class TurnlogPlugin(BasePlugin):
                 f"{type(error).__name__}: {error}",
                 True,
             )
+
+    async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
+        # The run raised: its turn is closed here, as the reference loop
+        # closes one, so the next run on the session starts clean.
+        await asyncio.to_thread(
+            self._service._failed,
+            invocation_context.session.id,
+            error,
+            invocation_context.invocation_id,
+        )
 
 
 def _adk_events(stored: list[ev.Event]) -> list[AdkEvent]:

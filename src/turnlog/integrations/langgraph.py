@@ -38,9 +38,11 @@ from turnlog.integrations import (
     end_turn,
     refuse_interrupted,
     release,
+    shared_state,
     tool_idempotency,
 )
 from turnlog.log import Log
+from turnlog.recovery import unwind_result
 from turnlog.stores import Store
 
 # Which thread messages the log already holds, by LangChain message id: a
@@ -108,14 +110,13 @@ class TurnlogToolWrapper:
         self._history = check_history_mode(history)
         self._handle: Log | None = acquire(target, session_id, **options)
         self.session_id = self._handle.session_id
-        # One tool node runs a step's calls in parallel; the message that asked
-        # for them is recorded once.
-        self._lock = threading.RLock()
-        self._ids: set[str] = set()
-        for event in self._handle.store.iter_events(self.session_id):
-            data = event.data
-            if isinstance(data, ev.Custom) and data.type == _IDS_EVENT:
-                self._ids.update(str(i) for i in data.fields.get("ids", ()))
+        # Shared by every wrapper on this writer: a message recorded by one is
+        # recorded for all, and one tool node's parallel calls (or two
+        # wrappers' nodes) record the message that asked for them once.
+        log = self._handle
+        recorded = shared_state(log, "langgraph", lambda: _Recorded.read(log))
+        self._lock = recorded.lock
+        self._ids = recorded.ids
 
     # -- life -------------------------------------------------------------------------
 
@@ -216,12 +217,27 @@ class TurnlogToolWrapper:
         refuse_interrupted(log, how="call `tools.recover_thread(graph, config)`")
         call = request.tool_call
         call_id, name = str(call["id"]), str(call["name"])
-        self._record_request(request.state, call_id)
         tool = getattr(request, "tool", None)
-        idempotency = tool_idempotency(name, self._idempotency, getattr(tool, "metadata", None))
+        try:
+            # Checked before anything of the request is written: a typo found
+            # after it would leave the call owed mid-run.
+            idempotency = tool_idempotency(name, self._idempotency, getattr(tool, "metadata", None))
+        except UsageError as error:
+            self._refused(call_id, name, error)
+            raise
+        self._record_request(request.state, call_id)
         # Durable before the tool body runs: recovery's "not started" rests on it.
         log.append(ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency), sync=True)
         return call_id, name
+
+    def _refused(self, call_id: str, name: str, error: UsageError) -> None:
+        """A call refused before its dispatch, whose request a parallel call of
+        the same step already recorded: it never started (U2)."""
+        log = self._live()
+        with self._lock, log.lock:
+            if call_id in {call.call_id for call in log.verdict().owed}:
+                result = unwind_result(call_id, name, dispatched=False, error=str(error))
+                log.append(result, origin=Origin.UNWIND.value, allow_undispatched=True)
 
     def _after(self, call_id: str, name: str, result: Any) -> None:
         content = _text(getattr(result, "content", result))
@@ -393,6 +409,24 @@ class TurnlogToolWrapper:
             origin=Origin.RECOVERY.value,
         )
         log.recover()
+
+
+class _Recorded:
+    """The thread messages the log holds (by message id), and the lock under
+    which one is recorded, shared by the wrappers on one writer."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.ids: set[str] = set()
+
+    @classmethod
+    def read(cls, log: Log) -> _Recorded:
+        out = cls()
+        for event in log.store.iter_events(log.session_id):
+            data = event.data
+            if isinstance(data, ev.Custom) and data.type == _IDS_EVENT:
+                out.ids.update(str(i) for i in data.fields.get("ids", ()))
+        return out
 
 
 def recover_thread(

@@ -24,6 +24,7 @@ from agents.items import ModelResponse
 
 from turnlog import events as ev
 from turnlog.aio import AsyncLog
+from turnlog.errors import UsageError
 from turnlog.events import ToolCall
 from turnlog.formats.transcript import text_of as _text
 from turnlog.integrations import (
@@ -31,8 +32,11 @@ from turnlog.integrations import (
     begin_step,
     check_idempotency_map,
     end_turn,
+    fail_run,
     refuse_interrupted,
+    refuse_unfinished,
     release,
+    shared_state,
     tool_idempotency,
 )
 from turnlog.providers import openai_responses
@@ -96,36 +100,39 @@ class TurnlogSession:
         except BaseException:
             release(log)
             raise
+        self._closed = False
         self._log = _SharedAsyncLog(log)
         self.session_id = self._log.session_id
         self.hooks = TurnlogHooks(self)
-        # Item keys (seq, index) hidden by pop_item, and the seq clear_session hid up to.
-        self._hidden: set[tuple[int, int]] = set()
-        self._cleared_through = -1
-        for event in self._log.store.iter_events(self.session_id):
-            self._note_hiding(event)
-        # Response output item ids already recorded (by the hooks), so the
-        # SDK's later add_items does not write them twice.
-        self._item_ids: set[str] = set()
-        self._closed = False
+        # What every live handle on this session must agree on: the items
+        # pop_item and clear_session hid, and the response item ids the hooks
+        # recorded (so the SDK's later add_items does not write them twice).
+        self._shared = shared_state(log, "openai_agents", lambda: _Hiding.read(log))
 
     @property
     def log(self) -> AsyncLog:
+        if self._closed:
+            raise UsageError(
+                "the TurnlogSession is closed",
+                hint="open a new TurnlogSession on the session (handles on one session "
+                "share its writer)",
+            )
         return self._log
 
-    def _note_hiding(self, event: ev.Event) -> None:
-        data = event.data
-        if isinstance(data, ev.Custom) and data.type == _HIDE_EVENT:
-            self._hidden.add((int(data.fields["seq"]), int(data.fields["index"])))
-        elif isinstance(data, ev.Custom) and data.type == _CLEAR_EVENT:
-            self._cleared_through = int(data.fields["through_seq"])
+    @property
+    def _hidden(self) -> set[tuple[int, int]]:
+        return self._shared.hidden
+
+    @property
+    def _item_ids(self) -> set[str]:
+        return self._shared.item_ids
 
     # -- the Session protocol ---------------------------------------------------------
 
     async def _items(self) -> list[tuple[tuple[int, int], dict[str, Any]]]:
         out = []
-        for message in await self._log.messages():
-            if message.seq <= self._cleared_through:
+        for message in await self.log.messages():
+            if message.seq <= self._shared.cleared_through:
                 continue
             rendered = openai_responses.render([message])["input"]
             for index, item in enumerate(rendered):
@@ -147,10 +154,13 @@ class TurnlogSession:
 
     async def _add_item(self, item: dict[str, Any]) -> None:
         kind = item.get("type", "message" if "role" in item else None)
-        log = self._log
+        log = self.log
         verdict = log.verdict()
         owed = {call.call_id for call in verdict.owed}
         if kind == "message" and item.get("role") in ("user", "system", "developer"):
+            # The SDK saves a run's input before its first model call: a turn
+            # open now was left by an earlier run that raised, unseen by any hook.
+            await log.call(refuse_unfinished, log.log, how=_UNFINISHED_HOW)
             text = _text(item.get("content"))
             if item.get("role") == "user":
                 await log.user(text)
@@ -185,11 +195,11 @@ class TurnlogSession:
             await log.append(ev.Custom(type=_ITEM_EVENT, fields=item))
 
     def _asked(self, call_id: str) -> bool:
-        turn = self._log.verdict().open_turn
+        turn = self.log.verdict().open_turn
         return turn is not None and any(call.call_id == call_id for call in turn.calls)
 
     async def _ensure_step(self) -> None:
-        await self._log.call(begin_step, self._log.log, open_step=False)
+        await self.log.call(begin_step, self.log.log, open_step=False)
 
     async def pop_item(self) -> Any | None:
         """Hide the newest item and return it. Appends an event that hides it;
@@ -198,15 +208,24 @@ class TurnlogSession:
         if not items:
             return None
         (seq, index), item = items[-1]
-        await self._log.append(ev.Custom(type=_HIDE_EVENT, fields={"seq": seq, "index": index}))
+        await self.log.append(ev.Custom(type=_HIDE_EVENT, fields={"seq": seq, "index": index}))
         self._hidden.add((seq, index))
         return item
 
     async def clear_session(self) -> None:
         """Hide every item so far. Appends an event; nothing is deleted."""
-        through = self._log.verdict().next_seq - 1
-        await self._log.append(ev.Custom(type=_CLEAR_EVENT, fields={"through_seq": through}))
-        self._cleared_through = through
+        through = self.log.verdict().next_seq - 1
+        await self.log.append(ev.Custom(type=_CLEAR_EVENT, fields={"through_seq": through}))
+        self._shared.cleared_through = through
+
+    async def fail_run(self, error: BaseException) -> None:
+        """Close the turn a run left open when it raised (the SDK has no hook
+        for a run's failure): a dispatched call unanswered reads outcome
+        unknown, an undispatched one not started, and the turn ends `error`
+        (`cancelled` for a cancellation). Leaving the `async with` block with
+        the exception does the same. The next run then starts clean."""
+        await self.log.call(fail_run, self.log.log, error)
+        self._shared.run = None
 
     def hooks_with(self, *others: RunHooks[Any]) -> TurnlogHooks:
         """The run's one `hooks=` slot for turnlog and your own `RunHooks`:
@@ -229,7 +248,56 @@ class TurnlogSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc is not None and not self._closed:
+            # A run raised inside the block: the turn it left open is closed
+            # with what this process knows (the exception), not left for
+            # recovery to call interrupted.
+            fail_run(self._log.log, exc)
+            self._shared.run = None
         await self.close()
+
+
+_UNFINISHED_HOW = (
+    "catch the run's exception and call `await session.fail_run(exc)` (leaving the "
+    "`async with` block with it does the same), then run again"
+)
+
+
+class _Hiding:
+    """What the live handles on one session agree on (see `TurnlogSession`)."""
+
+    def __init__(self) -> None:
+        # Item keys (seq, index) hidden by pop_item, and the seq clear_session hid up to.
+        self.hidden: set[tuple[int, int]] = set()
+        self.cleared_through = -1
+        self.item_ids: set[str] = set()
+        # The run (its context object, the same through one `Runner.run`)
+        # whose turn is open: another run's model call must not land in it.
+        self.run: Any = None
+
+    @classmethod
+    def read(cls, log: Any) -> _Hiding:
+        out = cls()
+        for event in log.store.iter_events(log.session_id):
+            data = event.data
+            if isinstance(data, ev.Custom) and data.type == _HIDE_EVENT:
+                out.hidden.add((int(data.fields["seq"]), int(data.fields["index"])))
+            elif isinstance(data, ev.Custom) and data.type == _CLEAR_EVENT:
+                out.cleared_through = int(data.fields["through_seq"])
+        return out
+
+
+def _begin_step(log: Any, shared: _Hiding, context: Any) -> None:
+    """A model call of the run `context`: a turn another run left open (an
+    exception no hook saw, with no input saved to refuse) is refused here,
+    before anything of this run lands in it."""
+    with log.lock:
+        turn = log.verdict().open_turn
+        if turn is not None and shared.run is not None and shared.run is not context:
+            refuse_unfinished(log, how=_UNFINISHED_HOW)
+        if turn is None:
+            shared.run = context
+        begin_step(log)
 
 
 def _tool_call(item: dict[str, Any]) -> ToolCall:
@@ -260,7 +328,7 @@ class TurnlogHooks(RunHooks[Any]):
     async def on_llm_start(
         self, context: Any, agent: Any, system_prompt: Any, input_items: Any
     ) -> None:
-        await self._log.call(begin_step, self._log.log)
+        await self._log.call(_begin_step, self._log.log, self._session._shared, context)
         for other in self._others:
             await other.on_llm_start(context, agent, system_prompt, input_items)
 
@@ -319,6 +387,7 @@ class TurnlogHooks(RunHooks[Any]):
             await other.on_tool_end(context, agent, tool, result)
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
-        await self._log.call(end_turn, self._log.log)
+        if await self._log.call(end_turn, self._log.log):
+            self._session._shared.run = None
         for other in self._others:
             await other.on_agent_end(context, agent, output)

@@ -25,6 +25,7 @@ from pydantic_ai.capabilities import AbstractCapability
 
 from turnlog import events as ev
 from turnlog.aio import AsyncLog
+from turnlog.errors import UsageError
 from turnlog.events import ToolCall
 from turnlog.fold import Message
 from turnlog.formats.transcript import text_of
@@ -36,7 +37,9 @@ from turnlog.integrations import (
     check_history_mode,
     check_idempotency_map,
     end_turn,
+    fail_run,
     refuse_interrupted,
+    refuse_unfinished,
     release,
     tool_idempotency,
 )
@@ -80,6 +83,11 @@ class TurnlogCapability(AbstractCapability[Any]):
     revive: bool = False
     history: HistoryCheck = "warn"
     _log: AsyncLog | None = field(default=None, init=False, repr=False)
+    _closed: bool = field(default=False, init=False, repr=False)
+    # The prompt of each run in progress (by run id), written with the run's
+    # first step: after the tools are checked, so a run refused for its tools
+    # writes nothing.
+    _prompts: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.idempotency = check_idempotency_map(self.idempotency)
@@ -87,6 +95,12 @@ class TurnlogCapability(AbstractCapability[Any]):
 
     @property
     def log(self) -> AsyncLog:
+        if self._closed:
+            raise UsageError(
+                "the TurnlogCapability is closed",
+                hint="build a new TurnlogCapability for the session (handles on one session "
+                "share its writer)",
+            )
         if self._log is None:
             handle: Log = acquire(
                 self.target,
@@ -111,6 +125,7 @@ class TurnlogCapability(AbstractCapability[Any]):
 
     async def close(self) -> None:
         """Release the session (the last handle in the process closes it). Idempotent."""
+        self._closed = True
         if self._log is not None:
             await self._log.close()
             self._log = None
@@ -129,8 +144,31 @@ class TurnlogCapability(AbstractCapability[Any]):
 
     # -- the hooks ------------------------------------------------------------------------
 
+    async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
+        log = self.log
+        before = _open_turn_seq(log.log)
+        try:
+            return await handler()
+        except BaseException as exc:
+            # The run raised or was cancelled: close its turn here, as the
+            # reference loop does, so the next run on the session starts clean.
+            # Only a turn this run opened: a run refused for another run's
+            # open turn must not close it. Synchronous on purpose: a
+            # cancelled task may not get to await.
+            if _open_turn_seq(log.log) not in (None, before):
+                fail_run(log.log, exc)
+            raise
+        finally:
+            self._prompts.pop(str(getattr(ctx, "run_id", "")), None)
+
     async def before_run(self, ctx: Any) -> None:
         log = self.log
+        await log.call(
+            refuse_unfinished,
+            log.log,
+            how="a run on this handle ended without its turn closed; recover the session "
+            "(`recover=True` on a new handle) before running again",
+        )
         given = _shape(getattr(ctx, "messages", None) or [])
         await log.call(
             check_history, log.log, given, self.history, what="the run's message_history"
@@ -138,9 +176,23 @@ class TurnlogCapability(AbstractCapability[Any]):
         prompt = ctx.prompt
         if prompt:
             text = prompt if isinstance(prompt, str) else "\n".join(str(p) for p in prompt)
-            await self.log.user(text)
+            self._prompts[str(getattr(ctx, "run_id", ""))] = text
+
+    async def prepare_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
+        # Checked before the run writes anything: a typo found at the first
+        # dispatch would leave the turn open mid-run.
+        for tool_def in tool_defs:
+            tool_idempotency(
+                tool_def.name, self.idempotency or {}, getattr(tool_def, "metadata", None)
+            )
+        return tool_defs
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        prompt = self._prompts.pop(str(getattr(ctx, "run_id", "")), None)
+        if prompt is not None:
+            await self.log.user(prompt)
+        messages = list(getattr(ctx, "messages", None) or [])
+        await self.log.call(_settle, self.log.log, messages)
         await self.log.call(begin_step, self.log.log)
         return request_context
 
@@ -197,8 +249,49 @@ class TurnlogCapability(AbstractCapability[Any]):
         raise error
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
+        await self.log.call(_settle, self.log.log, list(result.all_messages()))
         await self.log.call(end_turn, self.log.log)
         return result
+
+
+def _open_turn_seq(log: Log) -> int | None:
+    turn = log.verdict().open_turn
+    return turn.seq if turn is not None else None
+
+
+def _settle(log: Log, messages: list[Any]) -> None:
+    """Record what Pydantic AI answered for calls no tool hook answered: a
+    retry prompt (the tool raised `ModelRetry`, its arguments failed
+    validation, no tool has that name), the output tool's "Final result
+    processed", a call skipped after the final result. Pydantic AI's own
+    words, taken from the messages it sends the model next. A call that was
+    never dispatched never started; its answer is recorded without a
+    dispatch (the turn then claims nothing about calls it did not dispatch,
+    which is pessimistic, not wrong)."""
+    with log.lock:
+        turn = log.verdict().open_turn
+        owed = {c.call_id: c for c in turn.calls if not c.answered} if turn else {}
+        if not owed:
+            return
+        answers: dict[str, pm.ToolReturnPart | pm.RetryPromptPart] = {}  # newest per call
+        for message in messages:
+            if isinstance(message, pm.ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, (pm.ToolReturnPart, pm.RetryPromptPart)):
+                        answers[str(part.tool_call_id)] = part
+        for call_id, call in owed.items():
+            answer = answers.get(call_id)
+            if answer is None:
+                continue
+            if isinstance(answer, pm.RetryPromptPart):
+                text, is_error = answer.model_response(), True
+            else:
+                text = str(answer.model_response_str())
+                is_error = getattr(answer, "outcome", "success") != "success"
+            log.append(
+                ev.ToolResult(call_id=call_id, name=call.name, content=text, is_error=is_error),
+                allow_undispatched=call.dispatch is None,
+            )
 
 
 def _text(value: Any) -> str:
