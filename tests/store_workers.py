@@ -87,10 +87,10 @@ def stale_writers_conflict_and_change_nothing(store: Any) -> None:
     with store.writer("stale", force=True) as fresh:
         fresh.append(log[3:4], expected_seq=3, sync=True)
     try:
-        with pytest.raises(turnlog.SeqConflictError) as one:
+        with pytest.raises(turnlog.errors.SeqConflictError) as one:
             stale.append(log[3:4], expected_seq=3, sync=True)
         assert (one.value.expected, one.value.actual) == (3, 4)
-        with pytest.raises(turnlog.SeqConflictError) as batch:
+        with pytest.raises(turnlog.errors.SeqConflictError) as batch:
             stale.append(log[3:6], expected_seq=3, sync=True)
         assert (batch.value.expected, batch.value.actual) == (3, 4)
     finally:

@@ -107,7 +107,7 @@ def test_inspect_by_id_in_a_store(sessions: Path) -> None:
 
 def test_inspect_running_session(tmp_path: Path) -> None:
     with turnlog.open(tmp_path / "live.jsonl") as log:
-        log.append(turnlog.TurnStart(turn=1, revivals=0))
+        log.append(turnlog.events.TurnStart(turn=1, revivals=0))
         code, found = as_json("inspect", str(tmp_path / "live.jsonl"))
         assert code == 0 and found["status"] == "running" and found["holder_pid"] == os.getpid()
         assert found["revivable"] is False
@@ -156,7 +156,7 @@ def test_recover_quarantines_torn_tail(sessions: Path) -> None:
 def test_recover_refuses_a_live_writer_unless_forced(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     with turnlog.open(path) as log:
-        log.append(turnlog.TurnStart(turn=1, revivals=0))
+        log.append(turnlog.events.TurnStart(turn=1, revivals=0))
         code, out, err = run("recover", str(path))
         assert code == 4
         assert str(os.getpid()) in err and "hint:" in err
@@ -293,7 +293,7 @@ def test_fork(sessions: Path) -> None:
     code, document = as_json("fork", str(sessions / "finished.jsonl"), "--at", "4")
     assert code == 0 and document["session_id"] == "finished-fork-1"
     events = turnlog.JSONLStore(sessions).read("finished-fork-1")
-    assert events[0].data.parent == turnlog.Parent(session_id="finished", seed_length=5)  # type: ignore[union-attr]
+    assert events[0].data.parent == turnlog.events.Parent(session_id="finished", seed_length=5)  # type: ignore[union-attr]
     code, out, err = run("fork", str(sessions / "rule-r1.jsonl"), "--at", "4")
     assert code == 2 and "seq 2" in err and "hint:" in err
     code, out, err = run("fork", str(sessions / "finished.jsonl"), "--at", "99")

@@ -43,7 +43,7 @@ def test_every_type_round_trips() -> None:
 
 
 def test_unknown_type_names_type_and_line() -> None:
-    with pytest.raises(turnlog.UnknownEventTypeError) as info:
+    with pytest.raises(turnlog.errors.UnknownEventTypeError) as info:
         ev.decode_event(b'{"seq":1,"type":"tool_cal","data":{}}', line=12)
     assert "tool_cal" in str(info.value) and "line 12" in str(info.value)
     assert info.value.hint
@@ -60,7 +60,7 @@ def test_custom_types_are_kept_and_skipped_by_fold() -> None:
 def test_type_names_never_load_code() -> None:
     # Whatever a file says, only the literal whitelist can be instantiated.
     for name in ("__main__.Evil", "os.system", "builtins.eval", "Session", "session "):
-        with pytest.raises(turnlog.UnknownEventTypeError):
+        with pytest.raises(turnlog.errors.UnknownEventTypeError):
             ev.decode_event(b'{"seq":0,"type":"%s","data":{}}' % name.encode())
 
 
@@ -105,13 +105,13 @@ def test_duplicate_keys_are_normalised_to_one() -> None:
 
 def test_deep_nesting_is_a_limit_error() -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
-    with pytest.raises(turnlog.LimitExceededError):
+    with pytest.raises(turnlog.errors.LimitExceededError):
         ev.decode_event(b'{"seq":1,"type":"x_a","data":{"v":%s}}' % deep)
 
 
 def test_oversized_record_is_refused() -> None:
     big = ev.Event(seq=1, data=ev.UserMessage(content="x" * (ev.MAX_RECORD_BYTES + 1)))
-    with pytest.raises(turnlog.LimitExceededError):
+    with pytest.raises(turnlog.errors.LimitExceededError):
         ev.encode_event(big)
 
 

@@ -202,7 +202,7 @@ def test_handles_share_one_writer_per_session_and_release_it_when_the_last_close
         assert [m.content for m in tools.log.messages] == ["hello", "still here"]
     with turnlog.open(target, "s") as log:  # the last handle released the lock
         assert log.next_seq > 2
-        with pytest.raises(turnlog.SessionHeldHereError):
+        with pytest.raises(turnlog.errors.SessionHeldHereError):
             TurnlogToolWrapper(target, "s")  # held by a plain Log: a clear same-process error
 
 

@@ -78,7 +78,7 @@ def test_the_docs_section_survives_a_kill_and_revives(
     dispatches = [
         e.data
         for e in turnlog.open_store(target)[0].read(session)
-        if isinstance(e.data, turnlog.ToolDispatch)
+        if isinstance(e.data, turnlog.events.ToolDispatch)
     ]
     assert dispatches and {d.idempotency for d in dispatches} == {"destructive"}
 
@@ -105,7 +105,8 @@ def test_the_docs_section_survives_a_kill_and_revives(
     dispatch = next(
         e.data
         for e in events
-        if isinstance(e.data, turnlog.ToolDispatch) and e.data.call_id == f"call_1_{killed_in}"
+        if isinstance(e.data, turnlog.events.ToolDispatch)
+        and e.data.call_id == f"call_1_{killed_in}"
     )
     assert dispatch.idempotency == "destructive"
     after = turnlog.inspect(target, session)

@@ -230,7 +230,7 @@ def test_langgraph_async_tool_node_writes_ahead(tmp_path: Path) -> None:
     ]
     assert kinds.count("assistant_message") == 2  # the request, once; the answer
     assert kinds.count("tool_dispatch") == 2 and kinds.count("tool_result") == 2
-    assert turnlog.verify_session(tmp_path, "lg").ok
+    assert turnlog.verify.verify_session(tmp_path, "lg").ok
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

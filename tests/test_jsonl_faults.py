@@ -87,7 +87,7 @@ def test_failed_truncate_after_short_write_poisons(tmp_path: Path) -> None:
 
     io = ShortThenStuck("short", at=3)
     _, _, error = run(tmp_path, io)
-    assert isinstance(error, turnlog.StoreIOError)
+    assert isinstance(error, turnlog.errors.StoreIOError)
     with turnlog.open(tmp_path / "f.jsonl") as log:
         assert log.torn_tail is not None  # the half record is quarantined on reopen
         log.recover()

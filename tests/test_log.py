@@ -70,7 +70,7 @@ def test_turn_ending_with_unanswered_calls_is_an_error_and_closed() -> None:
         log.assistant("", CALLS)
         with log.dispatch(CALLS[0]) as running:
             running.result("paid")
-    assert not turnlog.interrupted(log.store.read("s"))
+    assert not turnlog.recovery.interrupted(log.store.read("s"))
 
 
 def test_structure_misuse_is_refused() -> None:
@@ -127,7 +127,7 @@ def test_revive_counts_from_the_log_and_stops_at_the_cap() -> None:
             outcome = turnlog.revive(log, max_revivals=2)
             assert outcome.revived and outcome.revival == revival
             assert outcome.messages[-1].injected == "revival"
-            assert not turnlog.interrupted(store.read("r"))
+            assert not turnlog.recovery.interrupted(store.read("r"))
     with turnlog.open(store, "r") as log:
         log.append(log.next_turn_start())  # run on after the second revival, and crashed
         before = log.next_seq

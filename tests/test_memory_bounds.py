@@ -108,4 +108,4 @@ def test_reopening_to_append_reads_the_tail_only(big_session: Path, tmp_path: Pa
     peak = peak_bytes(APPEND, str(copy))
     print(f"reopen and append: peak {peak / 1e6:.2f} MB")
     assert peak < 1_000_000, peak
-    assert turnlog.verify_session(turnlog.JSONLStore(tmp_path), "big", strict=True).ok
+    assert turnlog.verify.verify_session(turnlog.JSONLStore(tmp_path), "big", strict=True).ok

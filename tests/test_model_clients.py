@@ -19,6 +19,7 @@ import turnlog
 from turnlog import events as ev
 from turnlog.aio import aopen, arun_turn
 from turnlog.events import ToolCall
+from turnlog.fold import Message
 from turnlog.loop import Tool, continue_run, run_turn
 from turnlog.models import (
     AnthropicModel,
@@ -155,7 +156,7 @@ def test_revived_run_sends_the_call_and_its_synthetic_result(tmp_path: Path, pro
             openai_client(r), model="m", check="strict"
         ),
     }[provider]
-    opening = make(first)([turnlog.Message(role="user", content="Weather in Oslo?", seq=1)])
+    opening = make(first)([Message(role="user", content="Weather in Oslo?", seq=1)])
     crash_after_dispatch(tmp_path, opening)
 
     replay = Replay(names[1])
@@ -189,11 +190,9 @@ def test_async_anthropic_client_in_the_async_loop(tmp_path: Path) -> None:
 
 def test_request_check_modes(caplog: pytest.LogCaptureFixture) -> None:
     messages = [
-        turnlog.Message(role="user", content="hi", seq=1),
-        turnlog.Message(
-            role="assistant", content="", seq=2, tool_calls=(ToolCall(id="c1", name="t"),)
-        ),
-        turnlog.Message(role="tool", content="ok", seq=3, call_id="c1"),
+        Message(role="user", content="hi", seq=1),
+        Message(role="assistant", content="", seq=2, tool_calls=(ToolCall(id="c1", name="t"),)),
+        Message(role="tool", content="ok", seq=3, call_id="c1"),
     ]
     good = render("openai-chat", messages)
     assert check_request("openai-chat", good, messages, "strict") == []

@@ -107,7 +107,7 @@ def test_verify_reports_the_orders_recovery_leaves_alone(tmp_path: Path) -> None
             ev.RunRevived(revival=7),
         ],
     )
-    report = turnlog.verify_session(turnlog.JSONLStore(tmp_path), "s")
+    report = turnlog.verify.verify_session(turnlog.JSONLStore(tmp_path), "s")
     text = " ".join(problem.message for problem in report.problems)
     for words in ("outside any turn", "unanswered", "stamped with 3", "numbered 7"):
         assert words in text, words

@@ -93,10 +93,10 @@ def test_a_dead_writer_is_interrupted_and_recovered_once(
         time.sleep(0.05)
     found = turnlog.inspect(store, "k")
     assert found.status == "interrupted" and found.events == 7
-    assert [(s.session_id, s.action, s.appended) for s in turnlog.sweep(store)] == [
+    assert [(s.session_id, s.action, s.appended) for s in turnlog.sweeper.sweep(store)] == [
         ("k", "recovered", 1)
     ]
-    assert turnlog.sweep(store) == []
+    assert turnlog.sweeper.sweep(store) == []
     writer.kill()
     writer.wait(timeout=30)
 

@@ -48,9 +48,9 @@ def record_run(
         log.subscribe(on_append)
         drive(log, rng, turns=4)
         # Leave a turn open, as a crash would.
-        log.append(turnlog.TurnStart(turn=99))
+        log.append(turnlog.events.TurnStart(turn=99))
         log.append(turnlog.AssistantMessage(tool_calls=[turnlog.ToolCall(id="open", name="pay")]))
-        log.append(turnlog.ToolDispatch(call_id="open", name="pay"))
+        log.append(turnlog.events.ToolDispatch(call_id="open", name="pay"))
     promises.append((len(io.ops), acked[-1].seq))
     # A torn record left by the crash, durable on disk as garbage.
     garbage = b'{"seq":%d,"type":"user_mes\x00\x00\x00' % (acked[-1].seq + 1)

@@ -19,7 +19,7 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     exec(block, {"pay": lambda invoice: f"paid invoice {invoice}"})
     events = turnlog.JSONLStore(tmp_path / "sessions").read("run-1")
     assert [e.type for e in events][-3:] == ["tool_result", "step_end", "turn_end"]
-    assert not turnlog.interrupted(events)
+    assert not turnlog.recovery.interrupted(events)
 
 
 REVIVAL = Path(__file__).parent.parent / "docs" / "revival.md"
@@ -33,9 +33,9 @@ def test_revival_supervisor_example_revives_a_crashed_tree(tmp_path: Path) -> No
     supervisor = next(b for b in blocks if "def revive_crashed" in b)
     namespace: dict[str, object] = {}
     exec(supervisor, namespace)
-    with turnlog.open(tmp_path, "crashed", agent=turnlog.Agent(type="helper")) as log:
+    with turnlog.open(tmp_path, "crashed", agent=turnlog.events.Agent(type="helper")) as log:
         log.user("help")
-        log.append(turnlog.TurnStart(turn=1))
+        log.append(turnlog.events.TurnStart(turn=1))
     with turnlog.open(tmp_path, "done") as log:
         log.user("hi")
         with log.turn(), log.step():

@@ -207,7 +207,7 @@ def test_json_roundtrip_recovers_identically() -> None:
             turn_start(),
             step_start(),
             assistant(call("a"), call("b")),
-            ev.ToolDispatch(call_id="a", name="tool", idempotency=turnlog.Idempotency.DESTRUCTIVE),
+            ev.ToolDispatch(call_id="a", name="tool", idempotency=ev.Idempotency.DESTRUCTIVE),
         ]
     )
     direct = [ev.encode_event(e) for e in plan(log).events]

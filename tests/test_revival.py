@@ -192,7 +192,7 @@ def test_tree_with_a_live_part_is_refused_whole(tmp_path: Path) -> None:
     child = "root.agents/worker-call_1_1"
     before = {p: p.read_bytes() for p in store.rglob("*.jsonl")}
     with turnlog.open(store, child), pytest.raises(turnlog.SessionLockedError):
-        turnlog.revive_tree(store, "root")
+        turnlog.tree.revive_tree(store, "root")
     assert {p: p.read_bytes() for p in store.rglob("*.jsonl")} == before
 
 
@@ -203,7 +203,7 @@ def test_child_past_its_cap_leaves_the_wait_to_recovery(tmp_path: Path) -> None:
     with turnlog.open(store, child) as log:  # revived once on its own already
         assert turnlog.revive(log).revived
         log.append(ev.TurnStart(turn=5))  # and crashed again
-    with turnlog.revive_tree(store, "root", max_revivals=1) as tree:
+    with turnlog.tree.revive_tree(store, "root", max_revivals=1) as tree:
         assert tree.node("root").outcome == "revived"
         assert tree.node(child).outcome == "revival_cap"
         assert tree.node("root").revival.pending == ()  # type: ignore[union-attr]
@@ -212,14 +212,14 @@ def test_child_past_its_cap_leaves_the_wait_to_recovery(tmp_path: Path) -> None:
     # Revived again with nothing run between: told once is enough, even at the
     # cap; nothing is written and no revival is spent.
     before = {p: p.read_bytes() for p in store.rglob("*.jsonl")}
-    with turnlog.revive_tree(store, "root", max_revivals=1) as tree:
+    with turnlog.tree.revive_tree(store, "root", max_revivals=1) as tree:
         assert tree.node("root").outcome == "already revived, not yet run on"
         assert tree.node(child).outcome == "left alone"  # its parent no longer waits on it
         assert [node.session_id for node in tree.revived] == ["root"]
     assert {p: p.read_bytes() for p in store.rglob("*.jsonl")} == before
     with turnlog.open(store, "root") as log:  # the root ran on and crashed again
         log.append(log.next_turn_start())
-    with turnlog.revive_tree(store, "root", max_revivals=1) as tree:
+    with turnlog.tree.revive_tree(store, "root", max_revivals=1) as tree:
         assert tree.node("root").outcome == "revival_cap"
         assert tree.revived == []
 
@@ -267,7 +267,7 @@ def test_fifty_concurrent_tools_keep_seqs_contiguous(tmp_path: Path) -> None:
     # Every dispatch was durable before any tool could finish.
     first_result = min(e.seq for e in events if isinstance(e.data, ev.ToolResult))
     assert max(dispatched.values()) < first_result
-    assert turnlog.verify_session(tmp_path, "many").ok
+    assert turnlog.verify.verify_session(tmp_path, "many").ok
 
 
 class SlowSync(FileIO):
@@ -376,7 +376,7 @@ def test_cap_counts_across_processes_and_past_it_nothing_is_written(tmp_path: Pa
 def test_tool_sees_its_call_id_as_an_idempotency_key(tmp_path: Path) -> None:
     seen: list[tuple[str, str]] = []
 
-    def pay(context: turnlog.ToolContext, amount: int) -> str:
+    def pay(context: turnlog.loop.ToolContext, amount: int) -> str:
         seen.append((context.session_id, context.call_id))
         return f"paid {amount} with key {context.call_id}"
 

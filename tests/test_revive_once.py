@@ -159,10 +159,10 @@ def test_the_documented_supervisor_carries_on_what_a_dead_one_revived(tmp_path: 
     blocks = re.findall(r"```python\n(.*?)```", revival_doc.read_text(), re.S)
     namespace: dict[str, object] = {}
     exec(next(b for b in blocks if "def revive_crashed" in b), namespace)
-    with turnlog.open(tmp_path, "crashed", agent=turnlog.Agent(type="helper")) as log:
+    with turnlog.open(tmp_path, "crashed", agent=turnlog.events.Agent(type="helper")) as log:
         log.user("help")
-        log.append(turnlog.TurnStart(turn=1))
-    with turnlog.revive_tree(tmp_path, "crashed"):
+        log.append(turnlog.events.TurnStart(turn=1))
+    with turnlog.tree.revive_tree(tmp_path, "crashed"):
         pass  # the first supervisor dies here, before running it
     agents = {"helper": AgentSpec(model=lambda messages: Reply(content="carried on"), tools={})}
     done = namespace["revive_crashed"](str(tmp_path), agents)  # type: ignore[operator]

@@ -266,9 +266,9 @@ def test_a_spent_wall_time_budget_dispatches_nothing_more(loop: str, store: Stor
 
 def test_budgets_and_deadlines_refuse_impossible_values(tmp_path: Path) -> None:
     with pytest.raises(turnlog.TurnlogError):
-        turnlog.Budget(max_steps=0)
+        turnlog.budgets.Budget(max_steps=0)
     with pytest.raises(turnlog.TurnlogError):
-        turnlog.Budget(max_steps=1, max_turn_s=0)
+        turnlog.budgets.Budget(max_steps=1, max_turn_s=0)
     with pytest.raises(turnlog.TurnlogError, match="positive number of seconds"):
         Tool(run=lambda: "x", timeout_s=0)
     # Refused where it is given, not by the first run.
@@ -535,7 +535,7 @@ def test_the_notice_role_is_recorded_and_every_export_stays_valid(store: Store) 
     assert_valid(events_of(store))
     # Where a provider has a role for the system inside the conversation, the
     # notice takes it; elsewhere it stays a user turn.
-    messages = turnlog.fold(events_of(store)).messages
+    messages = Fold(events_of(store)).state.messages
     from turnlog import providers
 
     chat = providers.render("openai-chat", messages)["messages"]

@@ -78,7 +78,7 @@ def test_a_damaged_row_refuses_the_session(tmp_path: Path) -> None:
     with pytest.raises(turnlog.CorruptLogError):
         turnlog.recover(store, "s1")
     assert turnlog.inspect(store, "s1").status == "corrupt"
-    assert not turnlog.verify_session(store, "s1").ok
+    assert not turnlog.verify.verify_session(store, "s1").ok
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -135,10 +135,10 @@ def test_a_killed_writer_goes_from_running_to_interrupted_and_recovers_once(
     found = turnlog.inspect(store, "k")
     # Every acknowledged event is there: the header, 20 messages, the turn start.
     assert found.status == "interrupted" and found.events == 22
-    assert [(s.session_id, s.action, s.appended) for s in turnlog.sweep(store)] == [
+    assert [(s.session_id, s.action, s.appended) for s in turnlog.sweeper.sweep(store)] == [
         ("k", "recovered", 1)
     ]
-    assert [s.action for s in turnlog.sweep(store)] == []
+    assert [s.action for s in turnlog.sweeper.sweep(store)] == []
     assert store.sweep_candidates() == []
 
 

@@ -106,7 +106,9 @@ def agree(forward: Scan | Exception, backward: Tail | Exception) -> str:
         offset = forward.refusal.offset
         if isinstance(backward, Exception):
             kind = (
-                "unreadable" if isinstance(backward, turnlog.UnreadableRecordError) else "corrupt"
+                "unreadable"
+                if isinstance(backward, turnlog.errors.UnreadableRecordError)
+                else "corrupt"
             )
             assert kind == forward.refusal_kind, (forward.refusal, backward)
             assert getattr(backward, "offset", None) == offset, (forward.refusal, backward)

@@ -58,7 +58,7 @@ def test_the_async_reference_loop_on_a_sqlite_url(tmp_path: Path) -> None:
     events = store.read("run-1")
     assert written_ahead(events) == {call.id for call in calls}
     assert turnlog.inspect(url, "run-1").status == "finished"
-    assert turnlog.verify_session(url, "run-1").ok
+    assert turnlog.verify.verify_session(url, "run-1").ok
 
 
 def test_the_openai_agents_session_with_parallel_calls_on_a_sqlite_url(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from turnlog import events as ev
 from turnlog import providers
 from turnlog.events import MAX_LINE_BYTES, MAX_NESTING_DEPTH, Event
 from turnlog.fold import fold
+from turnlog.fork import fork_session
 from turnlog.stores import JSONLStore, MemoryStore
 from turnlog.stores.jsonl_record import encode_line
 
@@ -125,7 +126,7 @@ def test_every_library_entry_point_refuses_a_foreign_file(tmp_path: Path, shape:
         lambda: store.writer("linked", check="tail"),
         lambda: store.read("linked"),
         lambda: store.read_tail("linked"),
-        lambda: turnlog.fork_session(store, "linked", 0),
+        lambda: fork_session(store, "linked", 0),
     ]
     for attempt in attempts:
         with pytest.raises((turnlog.NotASessionError, turnlog.SessionExistsError)):
@@ -190,9 +191,9 @@ def test_a_complete_record_that_is_not_understood_is_refused_not_cut(
     found = json.loads(found_text)
     assert code == 3 and found["status"] == "corrupt"
     assert found["problems"][0]["line"] == 9 and found["problems"][0]["message"]
-    with pytest.raises(turnlog.UnreadableRecordError):
+    with pytest.raises(turnlog.errors.UnreadableRecordError):
         turnlog.open(path)
-    with pytest.raises(turnlog.UnreadableRecordError):
+    with pytest.raises(turnlog.errors.UnreadableRecordError):
         turnlog.recover(JSONLStore(tmp_path), "s")
     assert path.read_bytes() == original
     assert [p.name for p in tmp_path.iterdir()] == ["s.jsonl"]
@@ -238,7 +239,7 @@ def test_write_then_reopen_at_the_line_limit(delta: int) -> None:
             size = MAX_LINE_BYTES + delta
             try:
                 _append_sized(store, size)
-            except turnlog.LimitExceededError:
+            except turnlog.errors.LimitExceededError:
                 assert delta > 0, "a line within the limit was refused"
                 continue
             assert delta <= 0, "a line over the limit was accepted"
@@ -258,7 +259,7 @@ def test_nesting_limit_is_the_same_on_write_and_read(tmp_path: Path, backend: st
         with turnlog.open(store, session_id, durability="none") as log:
             try:
                 log.append(ev.Custom(type="x_deep", fields={"v": value}))
-            except turnlog.LimitExceededError:
+            except turnlog.errors.LimitExceededError:
                 accepted = False
             else:
                 accepted = True
@@ -645,7 +646,7 @@ def test_an_interrupt_right_after_a_write_leaves_a_sound_session(
                 running.result("paid")
     events = JSONLStore(tmp_path).read("s")
     assert [e.seq for e in events] == list(range(len(events)))
-    assert turnlog.verify_session(JSONLStore(tmp_path), "s", strict=True).ok
+    assert turnlog.verify.verify_session(JSONLStore(tmp_path), "s", strict=True).ok
     with turnlog.open(tmp_path / "s.jsonl") as log:
         log.recover()
     assert cli("verify", str(tmp_path / "s.jsonl"))[0] == 0
@@ -784,7 +785,7 @@ def test_a_crash_during_creation_leaves_an_id_that_can_be_created_again(
     path.write_bytes(leftover)
     assert turnlog.inspect(path).status == "empty"
     assert cli("recover", str(path))[0] == 3
-    with pytest.raises(turnlog.UnfinishedSessionError):
+    with pytest.raises(turnlog.errors.UnfinishedSessionError):
         turnlog.open(path, create=False)
     with turnlog.open(path) as log:
         log.user("hello")
@@ -807,7 +808,7 @@ def test_enospc_while_quarantining_leaves_no_empty_sidecar(tmp_path: Path) -> No
         f.write(b'{"seq":7,"ty')
     for _ in range(3):
         store = JSONLStore(tmp_path, io=FaultyIO("write", 1, forever=True, code=errno.ENOSPC))
-        with pytest.raises(turnlog.StoreIOError) as info:
+        with pytest.raises(turnlog.errors.StoreIOError) as info:
             turnlog.recover(store, "s")
         assert info.value.errno == errno.ENOSPC
     assert [p.name for p in tmp_path.iterdir()] == ["s.jsonl"]
@@ -820,7 +821,7 @@ def test_a_short_write_carries_enospc(tmp_path: Path) -> None:
 
     turnlog.open(tmp_path / "s.jsonl").close()
     store = JSONLStore(tmp_path, io=FaultyIO("short", 1))
-    with turnlog.open(store, "s") as log, pytest.raises(turnlog.StoreIOError) as info:
+    with turnlog.open(store, "s") as log, pytest.raises(turnlog.errors.StoreIOError) as info:
         log.user("x" * 1000)
     assert info.value.errno == errno.ENOSPC
 

@@ -1,221 +1,276 @@
-"""turnlog: a crash-safe, append-only session log for LLM agents."""
+"""turnlog: a crash-safe, append-only session log for LLM agents.
+
+The top level holds what a user reaches for first; everything else lives in
+its named module (see docs/api.md). Every name is imported on first use, so
+`import turnlog` costs nothing a caller does not use: a command-line call or
+a shell hook that only inspects a session never loads the loop, the asyncio
+twin, the providers or the stores it does not open.
+"""
 
 from __future__ import annotations
 
+import importlib
+import sys
+import warnings
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from turnlog.budgets import Budget
-from turnlog.damage import Problem, TornTail
-from turnlog.errors import (
-    CorruptLogError,
-    ForkBoundaryError,
-    FormatError,
-    InvalidSessionIdError,
-    LimitExceededError,
-    LogPoisonedError,
-    NotASessionError,
-    NotAStoreError,
-    SeqConflictError,
-    SessionExistsError,
-    SessionHeldHereError,
-    SessionInterruptedError,
-    SessionLockedError,
-    SessionNotFoundError,
-    StoreIOError,
-    StoreNotFoundError,
-    TurnlogError,
-    UnfinishedSessionError,
-    UnknownEventTypeError,
-    UnreadableRecordError,
-    UsageError,
-    WriteOrderError,
-)
-from turnlog.events import (
-    FORMAT_VERSION,
-    Agent,
-    AssistantMessage,
-    Compaction,
-    Custom,
-    Event,
-    Idempotency,
-    Origin,
-    Parent,
-    Risk,
-    RunRevived,
-    Session,
-    SpawnedBy,
-    StepEnd,
-    StepStart,
-    SubagentSettled,
-    SubagentSpawned,
-    SystemMessage,
-    ToolCall,
-    ToolDispatch,
-    ToolResult,
-    TurnEnd,
-    TurnEndReason,
-    TurnStart,
-    UserMessage,
-    decode_event,
-    encode_event,
-)
-from turnlog.fold import Fold, Message, SessionState, fold
-from turnlog.fork import fork, fork_session
-from turnlog.log import Log, open
-from turnlog.loop import (
-    AgentSpec,
-    Reply,
-    Tool,
-    ToolContext,
-    continue_run,
-    continue_tree,
-    run_agent_turn,
-    run_turn,
-    subagent_tool,
-    task_wait_tool,
-)
-from turnlog.notices import NoticeStyle
-from turnlog.recovery import Plan, interrupted, patch_dangling_tool_calls, plan
-from turnlog.revival import Revival, revive
-from turnlog.stores import (
-    Holder,
-    JSONLStore,
-    MemoryStore,
-    SQLiteStore,
-    Store,
-    open_store,
-    register_backend,
-)
-from turnlog.sweeper import sweep
-from turnlog.transfer import copy_session, write_events
-from turnlog.tree import RevivedTree, TreeNode, revive_tree
-from turnlog.triage import Inspection, Recovery, inspect, recover
-from turnlog.verdict import OwedCall, Verdict, Wait, is_finished, verdict
-from turnlog.verify import Report, verify_session, verify_store
-
 if TYPE_CHECKING:
+    # What type checkers and IDEs see; at run time `__getattr__` imports each
+    # name from the same module on first use.
     from turnlog.aio import AsyncLog, aopen, arun_turn
+    from turnlog.errors import (
+        CorruptLogError,
+        FormatError,
+        LogPoisonedError,
+        NotASessionError,
+        SessionExistsError,
+        SessionInterruptedError,
+        SessionLockedError,
+        SessionNotFoundError,
+        StoreNotFoundError,
+        TurnlogError,
+        UsageError,
+        WriteOrderError,
+    )
+    from turnlog.events import (
+        AssistantMessage,
+        Compaction,
+        Custom,
+        SystemMessage,
+        ToolCall,
+        ToolResult,
+        UserMessage,
+    )
+    from turnlog.log import Log, open
+    from turnlog.loop import AgentSpec, Reply, Tool, continue_run, run_turn
+    from turnlog.recovery import Plan, plan
+    from turnlog.revival import Revival, revive
+    from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store, open_store
+    from turnlog.triage import Inspection, Recovery, inspect, recover
+    from turnlog.verdict import Verdict, is_finished, verdict
 
 __version__ = "0.1.0"
 
-# The asyncio twin loads asyncio (about 75 ms): imported on first use, so a
-# command-line call never pays for it.
-_LAZY = {"AsyncLog", "aopen", "arun_turn"}
+# Each top-level name and the module it is imported from on first use.
+_HOMES: dict[str, str] = {
+    # Writing a session.
+    "open": "turnlog.log",
+    "Log": "turnlog.log",
+    "aopen": "turnlog.aio",
+    "AsyncLog": "turnlog.aio",
+    # What a user appends.
+    "ToolCall": "turnlog.events",
+    "UserMessage": "turnlog.events",
+    "AssistantMessage": "turnlog.events",
+    "SystemMessage": "turnlog.events",
+    "ToolResult": "turnlog.events",
+    "Custom": "turnlog.events",
+    "Compaction": "turnlog.events",
+    # After a crash, and what each answer is.
+    "inspect": "turnlog.triage",
+    "Inspection": "turnlog.triage",
+    "recover": "turnlog.triage",
+    "Recovery": "turnlog.triage",
+    "revive": "turnlog.revival",
+    "Revival": "turnlog.revival",
+    "plan": "turnlog.recovery",
+    "Plan": "turnlog.recovery",
+    "verdict": "turnlog.verdict",
+    "Verdict": "turnlog.verdict",
+    "is_finished": "turnlog.verdict",
+    # The reference loop.
+    "run_turn": "turnlog.loop",
+    "arun_turn": "turnlog.aio",
+    "continue_run": "turnlog.loop",
+    "AgentSpec": "turnlog.loop",
+    "Tool": "turnlog.loop",
+    "Reply": "turnlog.loop",
+    # Where sessions live.
+    "open_store": "turnlog.stores",
+    "Store": "turnlog.stores",
+    "JSONLStore": "turnlog.stores",
+    "SQLiteStore": "turnlog.stores",
+    "MemoryStore": "turnlog.stores",
+    # The error root and the errors a caller handles.
+    "TurnlogError": "turnlog.errors",
+    "UsageError": "turnlog.errors",
+    "FormatError": "turnlog.errors",
+    "CorruptLogError": "turnlog.errors",
+    "NotASessionError": "turnlog.errors",
+    "SessionInterruptedError": "turnlog.errors",
+    "SessionLockedError": "turnlog.errors",
+    "SessionNotFoundError": "turnlog.errors",
+    "SessionExistsError": "turnlog.errors",
+    "StoreNotFoundError": "turnlog.errors",
+    "WriteOrderError": "turnlog.errors",
+    "LogPoisonedError": "turnlog.errors",
+}
+
+# Names the top level exported before it was made smaller: each still
+# resolves, with a DeprecationWarning naming the module to import it from.
+_MOVED: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "FORMAT_VERSION",
+            "Agent",
+            "Event",
+            "Idempotency",
+            "Origin",
+            "Parent",
+            "Risk",
+            "RunRevived",
+            "Session",
+            "SpawnedBy",
+            "StepEnd",
+            "StepStart",
+            "SubagentSettled",
+            "SubagentSpawned",
+            "ToolDispatch",
+            "TurnEnd",
+            "TurnEndReason",
+            "TurnStart",
+            "decode_event",
+            "encode_event",
+        ],
+        "turnlog.events",
+    ),
+    **dict.fromkeys(
+        [
+            "ForkBoundaryError",
+            "InvalidSessionIdError",
+            "LimitExceededError",
+            "NotAStoreError",
+            "SeqConflictError",
+            "SessionHeldHereError",
+            "StoreIOError",
+            "UnfinishedSessionError",
+            "UnknownEventTypeError",
+            "UnreadableRecordError",
+        ],
+        "turnlog.errors",
+    ),
+    **dict.fromkeys(
+        [
+            "ToolContext",
+            "continue_tree",
+            "run_agent_turn",
+            "subagent_tool",
+            "task_wait_tool",
+        ],
+        "turnlog.loop",
+    ),
+    **dict.fromkeys(["Holder", "register_backend"], "turnlog.stores"),
+    **dict.fromkeys(["Fold", "Message", "SessionState", "fold"], "turnlog.fold"),
+    **dict.fromkeys(["OwedCall", "Wait"], "turnlog.verdict"),
+    **dict.fromkeys(["interrupted", "patch_dangling_tool_calls"], "turnlog.recovery"),
+    **dict.fromkeys(["RevivedTree", "TreeNode", "revive_tree"], "turnlog.tree"),
+    **dict.fromkeys(["Report", "verify_session", "verify_store"], "turnlog.verify"),
+    **dict.fromkeys(["copy_session", "write_events"], "turnlog.transfer"),
+    **dict.fromkeys(["fork", "fork_session"], "turnlog.fork"),
+    **dict.fromkeys(["Problem", "TornTail"], "turnlog.damage"),
+    "Budget": "turnlog.budgets",
+    "NoticeStyle": "turnlog.notices",
+    "sweep": "turnlog.sweeper",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from turnlog import aio
+    home = _HOMES.get(name)
+    if home is None:
+        home = _MOVED.get(name)
+        if home is None:
+            return _submodule(name)
+        warnings.warn(
+            f"turnlog.{name} has moved: import it from {home} (from {home} import {name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(home), name)
+    value = getattr(importlib.import_module(home), name)
+    # Cached in the module's namespace, so a second use is a plain lookup.
+    globals()[name] = value
+    return value
 
-        return getattr(aio, name)
-    raise AttributeError(f"module 'turnlog' has no attribute {name!r}")
 
+def _submodule(name: str) -> ModuleType:
+    """`turnlog.events` after a bare `import turnlog`, as when the top level
+    imported its modules eagerly."""
+    if name.startswith("__"):
+        raise AttributeError(f"module 'turnlog' has no attribute {name!r}")
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as error:
+        if error.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module 'turnlog' has no attribute {name!r}") from None
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
+
+# Three names are functions named like the module they live in (`verdict`,
+# `fold`, `fork`). Importing a submodule binds it on its package, which would
+# replace the function `turnlog.verdict` with the module `turnlog.verdict`
+# the first time anything imports that module; the function keeps the name.
+_SHADOWED = frozenset({"verdict", "fold", "fork"})
+
+
+class _TopLevel(ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SHADOWED and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _TopLevel
 
 __all__ = [
-    "FORMAT_VERSION",
-    "Agent",
     "AgentSpec",
     "AssistantMessage",
     "AsyncLog",
-    "Budget",
     "Compaction",
     "CorruptLogError",
     "Custom",
-    "Event",
-    "Fold",
-    "ForkBoundaryError",
     "FormatError",
-    "Holder",
-    "Idempotency",
     "Inspection",
-    "InvalidSessionIdError",
     "JSONLStore",
-    "LimitExceededError",
     "Log",
     "LogPoisonedError",
     "MemoryStore",
-    "Message",
     "NotASessionError",
-    "NotAStoreError",
-    "NoticeStyle",
-    "Origin",
-    "OwedCall",
-    "Parent",
     "Plan",
-    "Problem",
     "Recovery",
     "Reply",
-    "Report",
     "Revival",
-    "RevivedTree",
-    "Risk",
-    "RunRevived",
     "SQLiteStore",
-    "SeqConflictError",
-    "Session",
     "SessionExistsError",
-    "SessionHeldHereError",
     "SessionInterruptedError",
     "SessionLockedError",
     "SessionNotFoundError",
-    "SessionState",
-    "SpawnedBy",
-    "StepEnd",
-    "StepStart",
     "Store",
-    "StoreIOError",
     "StoreNotFoundError",
-    "SubagentSettled",
-    "SubagentSpawned",
     "SystemMessage",
     "Tool",
     "ToolCall",
-    "ToolContext",
-    "ToolDispatch",
     "ToolResult",
-    "TornTail",
-    "TreeNode",
-    "TurnEnd",
-    "TurnEndReason",
-    "TurnStart",
     "TurnlogError",
-    "UnfinishedSessionError",
-    "UnknownEventTypeError",
-    "UnreadableRecordError",
     "UsageError",
     "UserMessage",
     "Verdict",
-    "Wait",
     "WriteOrderError",
     "__version__",
     "aopen",
     "arun_turn",
     "continue_run",
-    "continue_tree",
-    "copy_session",
-    "decode_event",
-    "encode_event",
-    "fold",
-    "fork",
-    "fork_session",
     "inspect",
-    "interrupted",
     "is_finished",
     "open",
     "open_store",
-    "patch_dangling_tool_calls",
     "plan",
     "recover",
-    "register_backend",
     "revive",
-    "revive_tree",
-    "run_agent_turn",
     "run_turn",
-    "subagent_tool",
-    "sweep",
-    "task_wait_tool",
     "verdict",
-    "verify_session",
-    "verify_store",
-    "write_events",
 ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import functools
-import json
 import os
 import signal
 import sys
@@ -23,11 +22,6 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.fold import Fold, Message
-from turnlog.fork import fork_session
-from turnlog.log import utc_now
-from turnlog.providers import PROVIDERS
-from turnlog.providers import render as render_request
-from turnlog.providers import validate as validate_request
 from turnlog.recovery import patch_dangling_tool_calls
 from turnlog.revivable import DEFAULT_MAX_REVIVALS
 from turnlog.stores import (
@@ -39,7 +33,10 @@ from turnlog.stores import (
     store_from_url,
 )
 from turnlog.triage import inspect, plan_stored, recover
-from turnlog.verify import verify_session, verify_store
+
+# Only what `inspect --json`, the call a supervisor or a shell hook makes per
+# session, runs through is imported here; every other command imports what it
+# alone needs (the renderer, the providers, the loop, the writers) when it runs.
 
 EXIT_OK: Final = 0
 EXIT_FINDINGS: Final = 1
@@ -140,6 +137,9 @@ def _stream_json(fields: dict[str, Any], *, indent: bool = False) -> None:
     and exit code as fields, so stdout still holds one valid JSON document.
     """
     out = sys.stdout.buffer
+    # The standard library's codec only indents, for people; imported here so
+    # a command that prints nothing indented never loads it.
+    import json
 
     def encode(value: Any, depth: int) -> bytes:
         if not indent:
@@ -648,6 +648,8 @@ def verify_command(session: str | None, store_url: str | None, strict: bool, as_
 
     Exits 1 listing every problem, 0 when clean.
     """
+    from turnlog.verify import verify_session, verify_store
+
     if session is not None:
         store, session_id = resolve_session(session, store_url)
         found = [verify_session(store, session_id, strict=strict, raise_unreadable=True)]
@@ -694,6 +696,9 @@ def fork_command(
 
     A fork point inside a turn is refused: half a turn is never inherited.
     """
+    from turnlog.fork import fork_session
+    from turnlog.log import utc_now
+
     store, session_id = resolve_session(session, store_url)
     new_id = fork_session(store, session_id, at_seq, new_id=new_id, created_at=utc_now())
     path = store.location(new_id)
@@ -707,12 +712,32 @@ def fork_command(
         )
 
 
+class _ProviderChoice(click.Choice[str]):
+    """`click.Choice` of the provider names, read from `turnlog.providers` when
+    `export` parses its options or prints its help, not when the command line
+    is built: every other command leaves the four renderers unloaded."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from turnlog.providers import PROVIDERS
+
+        return tuple(PROVIDERS)
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        # `click.Choice.__init__` stores the (empty) tuple it was given.
+        pass
+
+
 @main.command("export")
 @click.argument("session")
 @click.option(
     "--to",
     "provider",
-    type=click.Choice(list(PROVIDERS)),
+    type=_ProviderChoice(),
     required=True,
     help="The provider API to render the request messages for.",
 )
@@ -739,6 +764,9 @@ def export_command(
 
     With --json the output is {"provider", "request", "violations"}.
     """
+    from turnlog.providers import render as render_request
+    from turnlog.providers import validate as validate_request
+
     store, session_id = resolve_session(session, store_url)
     # Only the transcript is kept, never the events; the request is written
     # item by item.

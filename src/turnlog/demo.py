@@ -119,7 +119,7 @@ def scripted_model(messages: Sequence[Message]) -> Reply:
 def run_agent(session_path: Path, workspace: Path) -> None:
     """The child process: two turns of work; the second one never finishes."""
     tools = demo_tools(workspace, slow_invoice=8)
-    agent = turnlog.Agent(id="agent-1", type="demo", label="bookkeeper")
+    agent = turnlog.events.Agent(id="agent-1", type="demo", label="bookkeeper")
     with turnlog.open(session_path, create=True, agent=agent) as log:
         log.system("You are a careful bookkeeping agent.")
         run_turn(log, scripted_model, tools, "Write the release notes for 1.0.")
@@ -182,7 +182,7 @@ def tree_agents(workspace: Path, *, slow_invoice: int | None = None) -> dict[str
 def run_tree_agent(session_path: Path, workspace: Path) -> None:
     """The child process of the tree demo: the payer subagent never finishes."""
     manager = tree_agents(workspace, slow_invoice=9)["manager"]
-    agent = turnlog.Agent(id="manager-1", type="manager")
+    agent = turnlog.events.Agent(id="manager-1", type="manager")
     with turnlog.open(session_path, create=True, agent=agent) as log:
         run_turn(log, manager.model, manager.tools, "Settle invoice 9.")
 
@@ -318,7 +318,7 @@ def tree_demo(console: Console, root_path: Path, workspace: Path) -> None:
         owed = ", ".join(f"{c.call_id} ({c.risk})" for c in found.owed_calls)
         console.print(f"  {session_id}: {found.status}; owed: {owed}")
     agents = tree_agents(workspace)
-    with turnlog.revive_tree(store, root) as tree:
+    with turnlog.tree.revive_tree(store, root) as tree:
         for node in tree.nodes:
             pending = (
                 ", ".join(f"{w.call_id} waits on {w.agent_id}" for w in node.revival.pending)

@@ -29,6 +29,7 @@ import pytest
 import turnlog
 from turnlog import events as ev
 from turnlog.events import Event, ToolCall
+from turnlog.fold import fold
 from turnlog.stores.base import Store
 
 __all__ = ["CONTRACT_LOG", "StoreContract"]
@@ -133,7 +134,7 @@ class StoreContract:
     def test_append_with_wrong_expected_seq_conflicts(self, store: Store) -> None:
         self.populate(store, LOG[:3])
         with store.writer("s1") as writer:
-            with pytest.raises(turnlog.SeqConflictError) as info:
+            with pytest.raises(turnlog.errors.SeqConflictError) as info:
                 writer.append(LOG[4:5], expected_seq=4, sync=False)
             assert (info.value.expected, info.value.actual) == (4, 3)
             writer.append(LOG[3:5], expected_seq=3, sync=False)
@@ -185,10 +186,10 @@ class StoreContract:
         ],
     )
     def test_bad_session_ids_are_refused(self, store: Store, bad: str) -> None:
-        with pytest.raises(turnlog.InvalidSessionIdError):
+        with pytest.raises(turnlog.errors.InvalidSessionIdError):
             store.read(bad)
         header = Event(seq=0, data=ev.Session(session_id=bad))
-        with pytest.raises(turnlog.InvalidSessionIdError):
+        with pytest.raises(turnlog.errors.InvalidSessionIdError):
             store.create(header)
 
     def test_tail_decides_like_a_full_fold(self, store: Store) -> None:
@@ -203,7 +204,7 @@ class StoreContract:
         assert [e.type for e in repairs.events] == ["tool_result", "turn_end"]
         assert turnlog.recover(store, "s1").plan.events == ()
         assert store.read("s1")[: len(LOG)] == LOG
-        assert not turnlog.interrupted(store.read("s1"))
+        assert not turnlog.recovery.interrupted(store.read("s1"))
 
     def test_writer_handle_over_the_store(self, store: Store) -> None:
         with turnlog.open(store, "w1", create=True) as log:
@@ -222,7 +223,7 @@ class StoreContract:
         ]
         with turnlog.open(store, "w1") as log:
             assert log.next_seq == len(events)
-            assert log.state == turnlog.fold(events)
+            assert log.state == fold(events)
 
     def test_prebuilt_events_keep_their_seq_ts_and_origin(self, store: Store) -> None:
         from turnlog.transfer import write_events
@@ -276,7 +277,7 @@ class StoreContract:
                             running.result(f"done {call.id}")
 
                 _in_threads(8, answer)
-            assert log.state == turnlog.fold(store.read("par"))
+            assert log.state == fold(store.read("par"))
         events = store.read("par")
         assert sorted(_assert_written_ahead(events)) == sorted(call.id for call in calls)
         assert turnlog.inspect(store, "par").status == "idle"
@@ -482,7 +483,7 @@ class StoreContract:
                         writer.append_one(event, sync=event.seq % 2 == 0)
                     else:
                         writer.append((event,), expected_seq=event.seq, sync=event.seq % 2 == 0)
-                with pytest.raises(turnlog.SeqConflictError):
+                with pytest.raises(turnlog.errors.SeqConflictError):
                     if one:
                         writer.append_one(events[3], sync=False)
                     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from turnlog.errors import NotAStoreError, SessionNotFoundError, StoreNotFoundError, UsageError
 from turnlog.stores.base import (
@@ -18,7 +18,9 @@ from turnlog.stores.base import (
 )
 from turnlog.stores.jsonl import SUFFIX, JSONLStore
 from turnlog.stores.memory import MemoryStore
-from turnlog.stores.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from turnlog.stores.sqlite import SQLiteStore
 
 __all__ = [
     "DEFAULT_STORE",
@@ -39,6 +41,17 @@ __all__ = [
     "resolve_session",
     "store_from_url",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The SQLite store (sqlite3, its URL parsing) is imported on first use: a
+    # command on a JSONL session never loads it.
+    if name == "SQLiteStore":
+        from turnlog.stores.sqlite import SQLiteStore
+
+        return SQLiteStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Where session ids are looked up when nothing else says.
 DEFAULT_STORE: Final = "sessions"
@@ -67,6 +80,8 @@ def _open_sqlite(url: str) -> Store:
             f"{url!r} is not an SQLite store URL",
             hint="write sqlite:///relative/file.db or sqlite:////absolute/file.db",
         )
+    from turnlog.stores.sqlite import SQLiteStore
+
     return SQLiteStore(url[len("sqlite:///") :])
 
 

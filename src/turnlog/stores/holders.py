@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-import sysconfig
 import threading
 import weakref
 from collections.abc import Hashable
@@ -17,15 +17,21 @@ from turnlog.errors import SessionHeldHereError
 # except its public test suite, whose calls are a user's.
 _PACKAGE: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _TEST_SUITE: Final = _PACKAGE + "testing.py"
-# The standard library's frames (a thread's start, an executor) say nothing
-# about the program either; installed packages do.
-_PATHS: Final = sysconfig.get_paths()
-_STDLIB: Final = tuple(
-    {os.path.join(_PATHS[name], "") for name in ("stdlib", "platstdlib") if name in _PATHS}
-)
-_INSTALLED: Final = tuple(
-    {os.path.join(_PATHS[name], "") for name in ("purelib", "platlib") if name in _PATHS}
-)
+
+
+@functools.cache
+def _library_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The standard library's directories and the installed packages'. The
+    standard library's frames (a thread's start, an executor) say nothing
+    about the program either; installed packages do. Read when a writer
+    first opens, not at import: a read-only command never needs them."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    stdlib = {os.path.join(paths[name], "") for name in ("stdlib", "platstdlib") if name in paths}
+    installed = {os.path.join(paths[name], "") for name in ("purelib", "platlib") if name in paths}
+    return tuple(stdlib), tuple(installed)
+
 
 #: Where a session is being opened, for a caller that opens it on another
 #: thread (`turnlog.aio.aopen` hands the open to a worker thread, where no
@@ -38,7 +44,8 @@ def _skipped(filename: str) -> bool:
         return filename != _TEST_SUITE
     if filename.startswith("<frozen "):
         return True
-    return filename.startswith(_STDLIB) and not filename.startswith(_INSTALLED)
+    stdlib, installed = _library_dirs()
+    return filename.startswith(stdlib) and not filename.startswith(installed)
 
 
 def caller_site() -> str | None:

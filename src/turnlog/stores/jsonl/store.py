@@ -6,7 +6,6 @@ import contextlib
 import errno
 import itertools
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, NoReturn
@@ -422,7 +421,9 @@ class JSONLStore(Store):
         name = self.filename(session_id)
         path = self.path(session_id)
         # A leading dot and no `.jsonl` ending: never listed as a session.
-        partial = f".{name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+        # os.urandom, not the secrets module: that loads OpenSSL, a cost every
+        # command would pay at start-up for one random name.
+        partial = f".{name}.partial-{os.getpid()}-{os.urandom(4).hex()}"
         dir_fd = self._dir_fd(session_id, create=True)
         try:
             if exists_at(name, dir_fd):

@@ -1,0 +1,136 @@
+"""Cold start, as a contract on what loads rather than on a time: `turnlog
+inspect --json`, run per session by supervisors and shell hooks, imports none
+of what it does not use; and the lazy top level still gives every name."""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import turnlog
+
+# Runs the command as the entry point does, in a fresh interpreter, then
+# prints the modules it loaded; stdout holds the command's JSON first.
+_PROGRAM = """
+import sys
+from turnlog.cli import main
+main(["inspect", "--json", sys.argv[1]], standalone_mode=False)
+print("MODULES", " ".join(sorted(sys.modules)))
+"""
+
+NEVER_ON_THE_PATH = (
+    "rich",
+    "asyncio",
+    "turnlog.providers",
+    "turnlog.formats",
+    "turnlog.integrations",
+    "turnlog.loop",
+    "turnlog.tree",
+    "turnlog.aio",
+    "turnlog.log",
+    "turnlog.revival",
+    "turnlog.transfer",
+    "turnlog.sweeper",
+    "turnlog.render",
+    "turnlog.stores.sqlite",
+    "turnlog.stores.postgres",
+    "sqlite3",
+    "secrets",
+)
+
+
+def _modules_loaded_by_inspect(path: Path) -> tuple[dict[str, object], set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROGRAM, str(path)], capture_output=True, text=True, check=True
+    )
+    document, _, modules = done.stdout.partition("MODULES ")
+    return json.loads(document), set(modules.split())
+
+
+def test_inspect_json_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "tiny.jsonl") as log:
+        log.user("hi")
+    document, modules = _modules_loaded_by_inspect(tmp_path / "tiny.jsonl")
+    assert document["status"] == "idle"
+    loaded = sorted(
+        module
+        for module in modules
+        for banned in NEVER_ON_THE_PATH
+        if module == banned or module.startswith(banned + ".")
+    )
+    assert loaded == []
+    # The path itself is still there: the check above is not vacuous.
+    assert {"turnlog.triage", "turnlog.stores.jsonl", "msgspec", "click"} <= modules
+
+
+def test_import_turnlog_alone_loads_no_submodule() -> None:
+    program = (
+        "import sys, turnlog; print(sorted(m for m in sys.modules if m.startswith('turnlog')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "['turnlog']"
+
+
+def test_every_name_in_all_resolves_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in turnlog.__all__:
+            value = getattr(turnlog, name)
+            assert value is not None, name
+            if name != "__version__":
+                assert not isinstance(value, ModuleType), name
+            namespace: dict[str, object] = {}
+            exec(f"from turnlog import {name}", namespace)
+            assert namespace[name] is value
+
+
+def test_the_top_level_is_the_short_list() -> None:
+    assert len(turnlog.__all__) == len(set(turnlog.__all__)) == 46
+    assert set(turnlog.__all__) == {*turnlog._HOMES, "__version__"}
+    assert not set(turnlog._HOMES) & set(turnlog._MOVED)
+    for name in ("open", "aopen", "Log", "ToolCall", "inspect", "recover", "revive", "plan"):
+        assert name in turnlog.__all__
+
+
+@pytest.mark.parametrize("name", sorted(turnlog._MOVED))
+def test_a_moved_name_still_resolves_and_names_its_module(name: str) -> None:
+    home = turnlog._MOVED[name]
+    module = __import__(home, fromlist=[name])
+    with pytest.warns(DeprecationWarning, match=rf"import it from {home}\b"):
+        value = getattr(turnlog, name)
+    assert value is getattr(module, name)
+    assert name not in turnlog.__all__
+
+
+def test_a_function_named_like_its_module_keeps_the_name() -> None:
+    # Loading turnlog.verdict, turnlog.fold and turnlog.fork binds each module
+    # on the package; the top-level names stay the functions.
+    import turnlog.fold
+    import turnlog.fork
+    import turnlog.verdict
+
+    assert callable(turnlog.verdict) and not isinstance(turnlog.verdict, ModuleType)
+    with pytest.warns(DeprecationWarning):
+        assert not isinstance(turnlog.fold, ModuleType)
+    with pytest.warns(DeprecationWarning):
+        assert not isinstance(turnlog.fork, ModuleType)
+    # Every name that collides with a submodule is guarded.
+    submodules = {info.name for info in pkgutil.iter_modules(turnlog.__path__)}
+    colliding = (set(turnlog._HOMES) | set(turnlog._MOVED)) & submodules
+    assert colliding == turnlog._SHADOWED
+
+
+def test_submodules_resolve_after_a_bare_import() -> None:
+    assert turnlog.events.ToolCall is turnlog.ToolCall
+    assert turnlog.stores.open_store is turnlog.open_store
+    with pytest.raises(AttributeError):
+        turnlog.no_such_name  # noqa: B018
