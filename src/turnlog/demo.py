@@ -20,7 +20,7 @@ from rich.text import Text
 import turnlog
 from turnlog import providers
 from turnlog.events import ToolCall, content_text
-from turnlog.fold import Message
+from turnlog.fold import Message, fold
 from turnlog.loop import AgentSpec, Reply, Tool, continue_tree, run_turn, subagent_tool
 from turnlog.render import render_events, render_inspection, render_timeline
 from turnlog.revival import revive
@@ -209,7 +209,7 @@ def _kill_when_in_flight(args: list[str]) -> int:
 def _without_turnlog(console: Console, session_path: Path) -> None:
     """What the same crash does to a transcript nobody repairs."""
     events = turnlog.JSONLStore(session_path.parent).read(session_path.stem)
-    messages = turnlog.fold(events).messages
+    messages = fold(events).messages
     rejected = [
         name
         for name in providers.PROVIDERS
@@ -223,7 +223,7 @@ def _without_turnlog(console: Console, session_path: Path) -> None:
     )
     # The other common fix: drop the tail from the message that asked. Ask the
     # same scripted model what it does next with what is left.
-    state = turnlog.fold(events)
+    state = fold(events)
     asked_at = min(call.first_seq for call in state.owed_calls)
     kept = [message for message in messages if message.seq < asked_at]
     again = [call for call in scripted_model(kept).tool_calls if call.name == "pay"]
