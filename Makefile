@@ -41,7 +41,10 @@ quick: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --group bench
-	$(BIN)/python bench/run.py; status=$$?; $(BIN)/python bench/rescue_scan.py && exit $$status
+	$(BIN)/python bench/run.py; status=$$?; \
+	$(BIN)/python bench/rescue_scan.py || status=1; \
+	$(BIN)/python bench/cold_start.py --record || status=1; \
+	exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

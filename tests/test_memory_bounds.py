@@ -39,9 +39,10 @@ print(json.dumps({"peak": peak, "code": code}), file=sys.stderr)
 APPEND = """
 import json, sys, tracemalloc
 import turnlog
-import turnlog.stores.jsonl
+import turnlog.log, turnlog.stores.jsonl  # imports before the measure
+open_log = turnlog.open
 tracemalloc.start()
-with turnlog.open(sys.argv[1]) as log:
+with open_log(sys.argv[1]) as log:
     log.user("one more")
     with log.turn():
         log.assistant("done")

@@ -370,7 +370,11 @@ def test_a_child_left_running_reports_in_the_next_turn(loop: str, store: Store) 
     assert first.content == "waiting"
     # The parent's handle closed while its child ran (the child's end could
     # not be recorded on it); the next turn adopts the child from its own log.
-    time.sleep(0.3)
+    # Wait for the child's own log to finish, however loaded the machine.
+    deadline = time.monotonic() + 30
+    while turnlog.inspect(store, "s.agents/worker-sp").status != "finished":
+        assert time.monotonic() < deadline, "the background child never finished"
+        time.sleep(0.05)
     assert drive(loop, store, agent, text="any news?").content == "parent done"
     events = events_of(store)
     deliveries = [e for e in events if isinstance(e.data, ev.UserMessage) and e.data.delivers]
