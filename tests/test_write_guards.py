@@ -354,3 +354,10 @@ def test_threads_sharing_a_handle_revive_it_once(tmp_path: Path) -> None:
                 thread.join()
             notices = [m for m in log.messages if m.injected == "revival"]
             assert len(notices) == 1 and log.state.revivals == 1
+
+
+def test_a_tool_with_an_idempotency_typo_is_refused_when_built() -> None:
+    with pytest.raises(turnlog.UsageError, match="destructiv") as caught:
+        turnlog.Tool(run=lambda: "ok", idempotency="destructiv")  # type: ignore[arg-type]
+    assert "read_only" in str(caught.value) and caught.value.hint
+    assert turnlog.Tool(run=lambda: "ok", idempotency="read_only").idempotency == "read_only"

@@ -21,7 +21,16 @@ from turnlog import events as ev
 from turnlog.budgets import Budget, BudgetClock, budget_spent_result
 from turnlog.deadlines import ToolThread, past_deadline_result
 from turnlog.errors import TurnlogError, UsageError
-from turnlog.events import Content, Event, EventData, Origin, P, ToolCall, TurnEndReason
+from turnlog.events import (
+    Content,
+    Event,
+    EventData,
+    IdempotencyValue,
+    Origin,
+    P,
+    ToolCall,
+    TurnEndReason,
+)
 from turnlog.fold import Message, SessionState
 from turnlog.log import Dispatch, Durability, Log, Turn
 from turnlog.log import open as open_log
@@ -184,7 +193,7 @@ class AsyncLog:
 
     @asynccontextmanager
     async def dispatch(
-        self, call: ToolCall, *, idempotency: str | None = None, **options: Any
+        self, call: ToolCall, *, idempotency: IdempotencyValue | None = None, **options: Any
     ) -> AsyncIterator[AsyncDispatch]:
         """Write `tool_dispatch` durably (off the loop) before the block runs the tool.
         `options` are the dispatch's other fields (`join`, `timeout_s`, `background`)."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeAl
 
 import msgspec
 
-from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeError
+from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeError, UsageError
 from turnlog.text import display_text
 
 FORMAT_VERSION: Final = 1
@@ -79,6 +79,20 @@ class Idempotency(enum.StrEnum):
 
 #: What a dispatch may say about its tool, for signatures a type checker reads.
 IdempotencyValue: TypeAlias = Literal["read_only", "idempotent", "destructive", "unknown"]
+IDEMPOTENCY_VALUES: Final = tuple(value.value for value in Idempotency)
+
+
+def check_idempotency(value: object, *, tool: str | None = None) -> IdempotencyValue:
+    """One of the four idempotency values, or a `UsageError` listing them: a
+    typo would silently lose the wording the value stands for."""
+    if isinstance(value, str) and value in IDEMPOTENCY_VALUES:
+        return cast(IdempotencyValue, value)
+    which = f" for tool {tool!r}" if tool else ""
+    raise UsageError(
+        f"idempotency {value!r}{which} is not one of {', '.join(IDEMPOTENCY_VALUES)}",
+        hint="declare each tool as read_only (only reads), idempotent (safe to repeat), "
+        "destructive (changes state, never retry blindly) or unknown",
+    )
 
 
 # Payloads and events hold JSON data only, which cannot form reference

@@ -29,6 +29,7 @@ from turnlog.events import (
     Content,
     Event,
     EventData,
+    IdempotencyValue,
     Origin,
     P,
     ToolCall,
@@ -552,7 +553,7 @@ class Log:
         self,
         call: ToolCall,
         *,
-        idempotency: str | None = None,
+        idempotency: IdempotencyValue | None = None,
         join: str | None = None,
     ) -> Iterator[Dispatch]:
         """Write `tool_dispatch` (durable unless durability is `none`), then run the block.
@@ -574,7 +575,7 @@ class Log:
         self,
         call: ToolCall,
         *,
-        idempotency: str | None = None,
+        idempotency: IdempotencyValue | None = None,
         join: str | None = None,
     ) -> Dispatch:
         with self._lock:

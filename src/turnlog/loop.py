@@ -16,7 +16,14 @@ from turnlog import events as ev
 from turnlog.budgets import Budget, BudgetClock, budget_spent_result, seconds
 from turnlog.deadlines import ToolThread, behind_deadline_result, late_result, past_deadline_result
 from turnlog.errors import TurnlogError, UsageError
-from turnlog.events import Content, Origin, ToolCall, TurnEndReason
+from turnlog.events import (
+    Content,
+    IdempotencyValue,
+    Origin,
+    ToolCall,
+    TurnEndReason,
+    check_idempotency,
+)
 from turnlog.fold import Message
 from turnlog.log import Dispatch, Log
 from turnlog.log import open as open_log
@@ -60,7 +67,7 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True):
 
     # A coroutine function only under `turnlog.aio.arun_turn`.
     run: Callable[..., ToolOutput | Awaitable[ToolOutput]]
-    idempotency: str = "unknown"
+    idempotency: IdempotencyValue = "unknown"
     context: bool = False
     agent_type: str | None = None
     # The call's deadline in seconds (None: the loop's `timeout_s`, if any).
@@ -75,6 +82,7 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         msgspec.structs.force_setattr(self, "timeout_s", check_deadline(self.timeout_s))
+        check_idempotency(self.idempotency)
 
 
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,10 +14,8 @@ from typing import Final
 
 from turnlog import events as ev
 from turnlog.errors import UsageError, WriteOrderError
-from turnlog.events import EventData, Idempotency, Origin, TurnEndReason
+from turnlog.events import EventData, Origin, TurnEndReason, check_idempotency
 from turnlog.fold import Fold
-
-_IDEMPOTENCY: Final = tuple(value.value for value in Idempotency)
 
 # Origins of turnlog's own repairs: recovery closes what a crash left open.
 _REPAIR_ORIGINS: Final = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
@@ -64,13 +62,11 @@ def _undispatched_result(
 
 
 def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> UsageError | None:
-    if data.idempotency is not None and data.idempotency not in _IDEMPOTENCY:
-        # A typo would silently lose the wording a destructive tool deserves.
-        return UsageError(
-            f"idempotency {data.idempotency!r} of call {data.call_id!r} is not one of "
-            f"{', '.join(_IDEMPOTENCY)}",
-            hint="say read_only, idempotent, destructive or unknown, or leave it out",
-        )
+    if data.idempotency is not None:
+        try:
+            check_idempotency(data.idempotency, tool=data.name)
+        except UsageError as error:
+            return error
     if not fold.turn_open:
         return WriteOrderError(
             f"dispatch of call {data.call_id!r} outside any turn",

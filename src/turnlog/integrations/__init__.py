@@ -13,13 +13,13 @@ from typing import Any, Literal, TypeVar
 
 from turnlog import events as ev
 from turnlog.errors import SessionInterruptedError, TurnlogError, UsageError
+from turnlog.events import check_idempotency
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.stores import Store, open_store
 
 HistoryCheck = Literal["strict", "warn", "off"]
 _HISTORY_CHECKS = ("strict", "warn", "off")
-IDEMPOTENCY_VALUES = tuple(value.value for value in ev.Idempotency)
 
 # -- one handle per session per process -------------------------------------------------
 
@@ -195,18 +195,6 @@ def refuse_interrupted(log: Log, *, how: str | None = None) -> None:
 
 
 # -- what a user knows about a tool -----------------------------------------------------
-
-
-def check_idempotency(value: object, *, tool: str | None = None) -> str:
-    """One of the four idempotency values, or a `UsageError` listing them."""
-    if isinstance(value, str) and value in IDEMPOTENCY_VALUES:
-        return value
-    which = f" for tool {tool!r}" if tool else ""
-    raise UsageError(
-        f"idempotency {value!r}{which} is not one of {', '.join(IDEMPOTENCY_VALUES)}",
-        hint="declare each tool as read_only (only reads), idempotent (safe to repeat), "
-        "destructive (changes state, never retry blindly) or unknown",
-    )
 
 
 def check_idempotency_map(mapping: Mapping[str, str] | None) -> dict[str, str]:
