@@ -52,3 +52,27 @@ def test_every_doc_block_type_checks(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_checksum_recipe_in_format_md_checks_real_lines(tmp_path: Path) -> None:
+    """docs/format.md's two-slice check, run as written on lines turnlog wrote."""
+    import zlib
+
+    import turnlog
+
+    block = next(
+        b
+        for b in re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "format.md").read_text(), re.S)
+        if "zlib.crc32" in b
+    )
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        log.user("check me")
+    lines = (tmp_path / "s.jsonl").read_bytes().splitlines(keepends=True)
+    for line in lines:
+        namespace: dict[str, object] = {"zlib": zlib, "line": line}
+        exec(block, namespace)
+        assert namespace["ok"] is True
+    damaged = lines[1].replace(b"check", b"CHECK")
+    namespace = {"zlib": zlib, "line": damaged}
+    exec(block, namespace)
+    assert namespace["ok"] is False

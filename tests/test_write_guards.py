@@ -361,3 +361,16 @@ def test_a_tool_with_an_idempotency_typo_is_refused_when_built() -> None:
         turnlog.Tool(run=lambda: "ok", idempotency="destructiv")  # type: ignore[arg-type]
     assert "read_only" in str(caught.value) and caught.value.hint
     assert turnlog.Tool(run=lambda: "ok", idempotency="read_only").idempotency == "read_only"
+
+
+def test_a_batch_whose_first_item_alone_depends_on_the_turn_is_checked_as_is(
+    tmp_path: Path,
+) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        open_step(log)
+        before = log.next_seq
+        with pytest.raises(WriteOrderError, match="no assistant message"):
+            log.append_many([ev.ToolDispatch(call_id="ghost"), ev.UserMessage(content="x")])
+        assert log.next_seq == before
+        log.append_many([ev.StepEnd(outcome="ok"), ev.UserMessage(content="meanwhile")])
+        assert not log.verdict().open_turn.open_step  # type: ignore[union-attr]

@@ -299,20 +299,27 @@ class Log:
         """Refuse a batch any item of which breaks the write order (see
         `turnlog.write_order`), before anything is written. Later items are
         checked against the state the earlier ones leave, on a scratch fold."""
-        checked = [data for data in items if type(data) in CHECKED_TYPES]
-        if not checked:
+        later = any(type(data) in CHECKED_TYPES for data in items[1:])
+        if not later:
+            # Only the first item (if any) depends on the open turn: it is
+            # checked against the handle's fold as it is. A revival's marker
+            # and notice, or a wait's answer and settlement, cost no copy.
+            if items:
+                error = order_error(
+                    self._fold, items[0], origin, allow_undispatched=allow_undispatched
+                )
+                if error is not None:
+                    raise error
             return
-        fold = self._fold
-        if len(items) > 1:
-            fold = copy.deepcopy(fold)
+        # A later item depends on what the earlier ones change: a scratch fold.
+        fold = copy.deepcopy(self._fold)
         seq = fold.next_seq
         for data in items:
             error = order_error(fold, data, origin, allow_undispatched=allow_undispatched)
             if error is not None:
                 raise error
-            if fold is not self._fold:
-                fold.apply(Event(seq=seq, data=data, origin=origin))
-                seq += 1
+            fold.apply(Event(seq=seq, data=data, origin=origin))
+            seq += 1
 
     def append_many(
         self,
