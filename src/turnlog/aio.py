@@ -20,6 +20,8 @@ from turnlog import background
 from turnlog import events as ev
 from turnlog.budgets import Budget, BudgetClock, budget_spent_result
 from turnlog.deadlines import ToolThread, past_deadline_result
+from turnlog.dispatch import Dispatch, begin_dispatch_with
+from turnlog.durability import Durability
 from turnlog.errors import TurnlogError, UsageError
 from turnlog.events import (
     Content,
@@ -32,7 +34,7 @@ from turnlog.events import (
     TurnEndReason,
 )
 from turnlog.fold import Message, SessionState
-from turnlog.log import Dispatch, Durability, Log, Turn
+from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.loop import (
     MAX_STEPS_PER_TURN,
@@ -42,7 +44,6 @@ from turnlog.loop import (
     Tool,
     ToolOutput,
     agent_id_for,
-    begin_dispatch,
     call_deadline,
     check_deadline,
     dispatch_options,
@@ -54,6 +55,7 @@ from turnlog.notices import NoticeStyle
 from turnlog.recovery import Plan
 from turnlog.stores import Store
 from turnlog.stores.holders import OPENED_AT, caller_site
+from turnlog.turns import Turn
 from turnlog.verdict import Verdict
 
 _P = ParamSpec("_P")
@@ -198,7 +200,7 @@ class AsyncLog:
         """Write `tool_dispatch` durably (off the loop) before the block runs the tool.
         `options` are the dispatch's other fields (`join`, `timeout_s`, `background`)."""
         fields = {"idempotency": idempotency, **options}
-        handle = await self._run(begin_dispatch, self.log, call, fields)
+        handle = await self._run(begin_dispatch_with, self.log, call, fields)
         try:
             yield AsyncDispatch(self, handle)
         except BaseException as exc:

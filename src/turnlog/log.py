@@ -2,153 +2,54 @@
 
 from __future__ import annotations
 
-import copy
-import datetime as dt
 import os
-import sys
 import threading
-import time
-import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any
 
 from turnlog import events as ev
+from turnlog import turns
+from turnlog.batch_order import check_batch
+from turnlog.clock import utc_now
+from turnlog.crashed import crashed_error, is_repair
 from turnlog.damage import TornTail
-from turnlog.errors import (
-    FormatError,
-    SessionInterruptedError,
-    SessionNotFoundError,
-    TurnlogError,
-    UnfinishedSessionError,
-    UsageError,
-    WriteOrderError,
-)
+from turnlog.dispatch import Dispatch, begin_dispatch, end_dispatch
+from turnlog.durability import DURABILITY_MODES, Durability, check_durability, must_sync
+from turnlog.errors import TurnlogError, UsageError
 from turnlog.events import (
     Content,
     Event,
     EventData,
     IdempotencyValue,
-    Origin,
     P,
     ToolCall,
-    TurnEndReason,
 )
 from turnlog.fold import Fold, Message, SessionState
-from turnlog.recovery import Plan, plan_verdict, unwind_events, unwind_result
+from turnlog.opening import open_session
+from turnlog.recovery import Plan, plan_verdict
 from turnlog.selfcheck import recovery_exports
-from turnlog.stores import open_store
 from turnlog.stores.base import Store, StoreWriter
+from turnlog.turns import Turn
 from turnlog.verdict import Verdict, decide
 from turnlog.write_order import CHECKED_TYPES, order_error
 
-Durability = Literal["always", "barrier", "none"]
-DURABILITY_MODES: Final = ("always", "barrier", "none")
-
-# In `barrier` mode these are made durable before `append` returns: the header
-# (the session exists), a dispatch (write-ahead: the tool runs after it), and
-# a turn end (the answer the user saw is on disk).
-_BARRIER_TYPES: Final = (ev.Session, ev.ToolDispatch, ev.TurnEnd)
-# What a handle opened on a crashed session may write before it is recovered:
-# turnlog's own repairs, each of the kinds it writes (recovery closes the turn;
-# a tree revival answers waits on subagents that finished).
-_REPAIRS: Final = {
-    Origin.RECOVERY.value: (ev.ToolResult, ev.StepEnd, ev.TurnEnd),
-    Origin.REVIVAL.value: (ev.ToolResult, ev.SubagentSettled),
-}
+# Reachable here as before the handle's concepts had modules of their own.
+__all__ = [
+    "DURABILITY_MODES",
+    "Dispatch",
+    "Durability",
+    "Log",
+    "Turn",
+    "open",
+    "utc_now",
+]
 
 
 @contextmanager
 def _unchecked(store: Store, session_id: str) -> Iterator[None]:
     yield
-
-
-def _is_cancellation(exc: BaseException) -> bool:
-    """Ctrl-C, a closed generator, or an asyncio cancellation. asyncio is looked
-    up, not imported: a program that never imported it cannot be cancelled by
-    it, and importing it costs every command-line call a twentieth of a second."""
-    if isinstance(exc, KeyboardInterrupt | GeneratorExit):
-        return True
-    asyncio = sys.modules.get("asyncio")
-    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
-
-
-_second: int = -1
-_second_prefix: str = ""
-
-
-def utc_now() -> str:
-    """An ISO 8601 UTC timestamp with microseconds, the format's `ts`.
-
-    The seconds part is formatted once per second: `strftime` on every
-    append was a third of the append cost.
-    """
-    global _second, _second_prefix
-    second, micros = divmod(time.time_ns() // 1000, 1_000_000)
-    if second != _second:
-        stamp = dt.datetime.fromtimestamp(second, dt.UTC)
-        _second_prefix = stamp.strftime("%Y-%m-%dT%H:%M:%S.")
-        _second = second
-    return f"{_second_prefix}{micros:06d}Z"
-
-
-def _must_sync(mode: str, data: EventData) -> bool:
-    """The one home of the durability rule: is this payload durable before
-    `append` returns, in this mode?"""
-    return mode == "always" or (mode == "barrier" and isinstance(data, _BARRIER_TYPES))
-
-
-def _check_durability(durability: str) -> None:
-    if durability not in DURABILITY_MODES:
-        raise UsageError(
-            f"durability must be one of {', '.join(DURABILITY_MODES)}, not {durability!r}"
-        )
-
-
-def _describe_exception(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class Dispatch:
-    """A tool call whose dispatch is durable; record its outcome with `result`."""
-
-    def __init__(self, log: Log, call: ToolCall, seq: int) -> None:
-        self._log = log
-        self.call = call
-        # The dispatch event's seq: the id may be asked and dispatched again
-        # in a later turn, and this handle answers only its own dispatch.
-        self.seq = seq
-        self.answered = False
-
-    def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
-        with self._log._lock:
-            if self.answered:
-                raise UsageError(f"call {self.call.id!r} already has a result")
-            if self._log._fold.open_dispatch_seq(self.call.id) != self.seq:
-                raise WriteOrderError(
-                    f"this handle's dispatch of call {self.call.id!r} (seq {self.seq}) was "
-                    "already closed; a later dispatch reuses the id",
-                    hint="record a result through the handle of the dispatch that is running",
-                )
-            event = self._log.append(
-                ev.ToolResult(
-                    call_id=self.call.id, name=self.call.name, content=content, is_error=is_error
-                )
-            )
-            self.answered = True
-            return event
-
-
-class Turn:
-    """An open turn. Set `reason` before the block ends to end it otherwise than
-    `complete` (for example `rejected`)."""
-
-    def __init__(self, number: int) -> None:
-        self.number = number
-        self.steps = 0
-        self.reason: str = TurnEndReason.COMPLETE.value
 
 
 class Log:
@@ -173,7 +74,7 @@ class Log:
         whole: bool = True,
         durability: Durability = "barrier",
     ) -> None:
-        _check_durability(durability)
+        check_durability(durability)
         self.store = store
         self._writer: StoreWriter | None = writer
         self._durability = durability
@@ -281,45 +182,12 @@ class Log:
 
     def _sync_needed(self, batch: Sequence[Event]) -> bool:
         mode = self._durability
-        return any(_must_sync(mode, event.data) for event in batch)
+        return any(must_sync(mode, event.data) for event in batch)
 
     def _refuse_if_crashed(self, data: EventData, origin: str | None) -> None:
-        if self._crashed and not (origin in _REPAIRS and isinstance(data, _REPAIRS[origin])):
+        if self._crashed and not is_repair(data, origin):
             where = self.store.location(self.session_id) or self.session_id
-            raise SessionInterruptedError(
-                f"session {self.session_id!r} crashed mid-turn; nothing may be written into "
-                "that turn before it is recovered",
-                hint=f"call `log.recover()` (or `turnlog.revive(log)`), open it with "
-                f"`turnlog.open(..., recover=True)`, or run `turnlog recover {where}`",
-            )
-
-    def _check_order(
-        self, items: Sequence[EventData], origin: str | None, allow_undispatched: bool
-    ) -> None:
-        """Refuse a batch any item of which breaks the write order (see
-        `turnlog.write_order`), before anything is written. Later items are
-        checked against the state the earlier ones leave, on a scratch fold."""
-        later = any(type(data) in CHECKED_TYPES for data in items[1:])
-        if not later:
-            # Only the first item (if any) depends on the open turn: it is
-            # checked against the handle's fold as it is. A revival's marker
-            # and notice, or a wait's answer and settlement, cost no copy.
-            if items:
-                error = order_error(
-                    self._fold, items[0], origin, allow_undispatched=allow_undispatched
-                )
-                if error is not None:
-                    raise error
-            return
-        # A later item depends on what the earlier ones change: a scratch fold.
-        fold = copy.deepcopy(self._fold)
-        seq = fold.next_seq
-        for data in items:
-            error = order_error(fold, data, origin, allow_undispatched=allow_undispatched)
-            if error is not None:
-                raise error
-            fold.apply(Event(seq=seq, data=data, origin=origin))
-            seq += 1
+            raise crashed_error(self.session_id, where)
 
     def append_many(
         self,
@@ -334,7 +202,7 @@ class Log:
             writer = self._require_writer()
             for data in items:
                 self._refuse_if_crashed(data, origin)
-            self._check_order(items, origin, allow_undispatched)
+            check_batch(self._fold, items, origin, allow_undispatched)
             ts = utc_now()
             first = self._fold.next_seq
             batch = [
@@ -373,7 +241,7 @@ class Log:
                     raise error
             event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
             if sync is None:
-                sync = _must_sync(self._durability, data)
+                sync = must_sync(self._durability, data)
             try:
                 writer.append_one(event, sync)
             except BaseException:
@@ -449,63 +317,17 @@ class Log:
             self._turn = None
 
     # The halves of `turn`, `step` and `dispatch`, shared with the asyncio
-    # twin (`turnlog.aio`), which runs them on its writer thread.
+    # twin (`turnlog.aio`), which runs them on its writer thread. Their rules
+    # live in `turnlog.turns` and `turnlog.dispatch`.
 
     def begin_turn(self, *, resume: bool = False) -> Turn:
-        with self._lock:
-            if resume:
-                turn = self._adopt_turn()
-            else:
-                if self._fold.turn_open:
-                    raise UsageError(
-                        "a turn is already open; turns never nest",
-                        hint="end the open turn first, or recover the session if it crashed",
-                    )
-                # Cheap accessors, not `state`: a snapshot copies the whole transcript.
-                start = self.next_turn_start()
-                self.append(start)
-                turn = Turn(start.turn or 0)
-            self._turn = turn
-            return turn
+        return turns.begin_turn(self, resume=resume)
 
     def fail_turn(self, exc: BaseException) -> None:
-        reason = TurnEndReason.CANCELLED if _is_cancellation(exc) else TurnEndReason.ERROR
-        self._turn = None
-        self._unwind(exc, reason=reason.value)
+        turns.fail_turn(self, exc)
 
     def end_turn(self, turn: Turn) -> None:
-        with self._lock:
-            self._turn = None
-            unanswered = self._fold.owed_in_open_turn()
-            if unanswered:
-                error = WriteOrderError(
-                    f"turn {turn.number} ended with calls still unanswered: "
-                    f"{', '.join(unanswered)}",
-                    hint="dispatch every call the turn requested and record its result",
-                )
-                self._unwind(error, reason=TurnEndReason.ERROR.value)
-                raise error
-            if self._fold.step_open:
-                self.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
-            self.append(ev.TurnEnd(reason=turn.reason, turn=turn.number, steps=turn.steps))
-
-    def _adopt_turn(self) -> Turn:
-        open_turn = self._fold.open_turn
-        if open_turn is None:
-            raise UsageError("no open turn to resume", hint="start a turn with `with log.turn():`")
-        owed = self._fold.owed_in_open_turn()
-        if owed:
-            raise WriteOrderError(
-                f"the open turn still owes results for {', '.join(owed)}",
-                hint="answer the waits a tree revival left pending before resuming the turn",
-            )
-        number = open_turn.turn if open_turn.turn is not None else self._fold.last_turn_number
-        turn = Turn(number)
-        turn.steps = open_turn.steps
-        step = open_turn.open_step
-        if step is not None:
-            self.append(ev.StepEnd(turn=step.turn, step=step.step, outcome="ok"))
-        return turn
+        turns.end_turn(self, turn)
 
     @contextmanager
     def step(self) -> Iterator[int]:
@@ -514,46 +336,18 @@ class Log:
         try:
             yield number
         except BaseException as exc:
-            self._unwind(exc, reason=None)
+            self.fail_step(exc)
             raise
         self.end_step()
 
     def begin_step(self) -> int:
-        turn = self._turn
-        if turn is None or not self._fold.turn_open:
-            raise UsageError("a step must be inside a turn", hint="use `with log.turn():` first")
-        if self._fold.step_open:
-            raise UsageError("a step is already open; steps never nest")
-        with self._lock:
-            turn.steps += 1
-            self.append(ev.StepStart(turn=turn.number, step=turn.steps))
-            return turn.steps
+        return turns.begin_step(self)
 
     def fail_step(self, exc: BaseException) -> None:
-        self._unwind(exc, reason=None)
+        turns.unwind(self, exc, reason=None)
 
     def end_step(self) -> None:
-        turn = self._turn
-        if turn is None:
-            raise UsageError(
-                "no step of this handle's turn is open",
-                hint="end a step begun with `log.begin_step()` inside `log.turn()`; a "
-                "step_start appended by hand is ended with `log.append(StepEnd(...))`",
-            )
-        with self._lock:
-            owed = self._fold.owed_in_open_step()
-            if owed:
-                # A normal step_end would say nothing was in flight, and recovery
-                # would then call these calls "not started" (R3) even if the
-                # program runs them after the block. Refuse, and let the turn
-                # close them as outcome unknown.
-                raise WriteOrderError(
-                    f"step {turn.steps} of turn {turn.number} ended with calls unanswered: "
-                    f"{', '.join(owed)}",
-                    hint="run each requested call inside `with log.dispatch(call)` and record "
-                    "its result before the step ends",
-                )
-            self.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+        turns.end_step(self)
 
     @contextmanager
     def dispatch(
@@ -585,59 +379,11 @@ class Log:
         idempotency: IdempotencyValue | None = None,
         join: str | None = None,
     ) -> Dispatch:
-        with self._lock:
-            if not self._fold.turn_open:
-                raise UsageError(
-                    "a dispatch must be inside a turn", hint="use `with log.turn():` first"
-                )
-            if self._fold.is_answered(call.id):
-                raise UsageError(
-                    f"call {call.id!r} already has a result in this turn; tool calls are never "
-                    "replayed"
-                )
-            if self._fold.is_dispatched(call.id):
-                raise UsageError(f"call {call.id!r} is already dispatched and running")
-            dispatched = self.append(
-                ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
-            )
-        return Dispatch(self, call, dispatched.seq)
+        return begin_dispatch(self, call, idempotency=idempotency, join=join)
 
     def end_dispatch(self, handle: Dispatch, exc: BaseException | None) -> None:
         """Answer the call as outcome unknown if the block left it unanswered."""
-        if handle.answered:
-            return
-        if exc is not None:
-            self._unwind_call(handle, _describe_exception(exc))
-        else:
-            self._unwind_call(handle, "the tool block ended without recording a result")
-
-    def _unwind_call(self, handle: Dispatch, error: str) -> None:
-        call = handle.call
-        with self._lock:
-            if self._fold.open_dispatch_seq(call.id) != handle.seq:
-                return  # answered meanwhile, or already closed by an unwinding turn
-            result = unwind_result(call.id, call.name, dispatched=True, error=error)
-            self.append(result, origin=Origin.UNWIND.value)
-
-    def _unwind(self, exc: BaseException, *, reason: str | None) -> None:
-        with self._lock:
-            if self._writer is None:
-                return
-            repairs = unwind_events(
-                self._fold,
-                reason=reason,
-                error=_describe_exception(exc),
-                order_kept=not isinstance(exc, WriteOrderError),
-                ts=utc_now(),
-            )
-            if not repairs:
-                return
-            try:
-                self._write(self._writer, repairs, None)
-            except TurnlogError as write_error:
-                # The original exception is what the caller must see; the log is
-                # left open and a later recovery closes it.
-                exc.add_note(f"turnlog could not close the turn: {write_error}")
+        end_dispatch(self, handle, exc)
 
     # -- recovery ------------------------------------------------------------------
 
@@ -726,7 +472,14 @@ def open(
     (`log.recover()`); `revive=True` revives it (`turnlog.revive(log)`: recover,
     mark the revival, tell the model), within the default revival cap.
     """
-    log = _open(target, session_id, create, durability, agent, parent, spawned_by, meta)
+    opened = open_session(target, session_id, create, durability, agent, parent, spawned_by, meta)
+    try:
+        log = Log(
+            opened.store, opened.writer, opened.fold, whole=opened.whole, durability=durability
+        )
+    except BaseException:
+        opened.writer.close()
+        raise
     if log.crashed and (recover or revive):
         try:
             if revive:
@@ -739,72 +492,3 @@ def open(
             log.close()
             raise
     return log
-
-
-def _open(
-    target: str | os.PathLike[str] | Store,
-    session_id: str | None,
-    create: bool | None,
-    durability: Durability,
-    agent: ev.Agent | None,
-    parent: ev.Parent | None,
-    spawned_by: ev.SpawnedBy | None,
-    meta: dict[str, Any] | None,
-) -> Log:
-    store, session_id = open_store(target, session_id)
-    _check_durability(durability)  # before anything is created
-    if session_id is None:
-        if create is False:
-            raise UsageError("opening an existing session needs its session_id")
-        session_id = uuid.uuid4().hex
-    if create is None:
-        create = not store.exists(session_id)
-        if not create:
-            try:
-                return _open_existing(store, session_id, durability)
-            except UnfinishedSessionError:
-                # A crash cut the session's creation short: nothing in it was
-                # ever acknowledged, so it is created again (bytes kept aside).
-                create = True
-    if create:
-        header = Event(
-            seq=0,
-            data=ev.Session(
-                session_id=session_id,
-                created_at=utc_now(),
-                agent=agent,
-                parent=parent,
-                spawned_by=spawned_by,
-                meta=meta,
-            ),
-            ts=utc_now(),
-        )
-        writer = store.create(header)
-        return Log(store, writer, Fold([header]), durability=durability)
-    if not store.exists(session_id):
-        raise SessionNotFoundError(f"no session {session_id!r} in {store.url}")
-    return _open_existing(store, session_id, durability)
-
-
-def _open_existing(store: Store, session_id: str, durability: Durability) -> Log:
-    writer = store.writer(session_id, check="tail")
-    try:
-        # The tail the writer checked under its lock, or read now that it holds
-        # it: a writer that only appends never reads the whole log.
-        tail = writer.tail or store.read_tail(session_id)
-        fold = tail.fold()
-        named = fold.session.session_id if fold.session is not None else None
-        if named is not None and named != session_id:
-            # A copied or renamed file: this handle would append here and read
-            # the session its header names, which is another one.
-            where = store.location(session_id) or session_id
-            raise FormatError(
-                f"{where} holds session {named!r}, not {session_id!r}: its header names "
-                "another session",
-                hint="a session file was copied or renamed by hand; rename it back, or "
-                "make a copy under a new id with `turnlog copy` or `turnlog fork`",
-            )
-        return Log(store, writer, fold, whole=False, durability=durability)
-    except BaseException:
-        writer.close()
-        raise

@@ -6,7 +6,7 @@ import contextlib
 import functools
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 import msgspec
@@ -15,6 +15,7 @@ from turnlog import background
 from turnlog import events as ev
 from turnlog.budgets import Budget, BudgetClock, budget_spent_result, seconds
 from turnlog.deadlines import ToolThread, behind_deadline_result, late_result, past_deadline_result
+from turnlog.dispatch import Dispatch, dispatched
 from turnlog.errors import TurnlogError, UsageError
 from turnlog.events import (
     Content,
@@ -25,7 +26,7 @@ from turnlog.events import (
     check_idempotency,
 )
 from turnlog.fold import Message
-from turnlog.log import Dispatch, Log
+from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.notices import NoticeStyle
 from turnlog.stores import child_session_id
@@ -486,27 +487,6 @@ def record_late(log: Log, call: ToolCall, content: ToolOutput, is_error: bool) -
     # then lost, which costs nothing, since it was never the call's answer.
     with contextlib.suppress(TurnlogError):
         log.append(late_result(call, content, is_error=is_error))
-
-
-def begin_dispatch(log: Log, call: ToolCall, options: Mapping[str, Any]) -> Dispatch:
-    """`Log.begin_dispatch` with every field a dispatch may record (a
-    deadline, a background spawn): durable before the tool body runs."""
-    dispatched = log.append(ev.ToolDispatch(call_id=call.id, name=call.name, **options))
-    return Dispatch(log, call, dispatched.seq)
-
-
-@contextlib.contextmanager
-def dispatched(log: Log, call: ToolCall, options: Mapping[str, Any]) -> Iterator[Dispatch]:
-    """`Log.dispatch` with every field a dispatch may record; a block that
-    raises or records nothing leaves the call answered outcome unknown."""
-    handle = begin_dispatch(log, call, options)
-    try:
-        yield handle
-    except BaseException as exc:
-        log.end_dispatch(handle, exc)
-        raise
-    else:
-        log.end_dispatch(handle, None)
 
 
 def _run_call(log: Log, tool: Tool | None, call: ToolCall, timeout_s: float | None) -> bool:

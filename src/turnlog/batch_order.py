@@ -1,0 +1,37 @@
+"""A batch's write order: every item checked before any of it is written. Pure."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+from turnlog.events import Event, EventData
+from turnlog.fold import Fold
+from turnlog.write_order import CHECKED_TYPES, order_error
+
+
+def check_batch(
+    fold: Fold, items: Sequence[EventData], origin: str | None, allow_undispatched: bool
+) -> None:
+    """Refuse a batch any item of which breaks the write order (see
+    `turnlog.write_order`), before anything is written. Later items are
+    checked against the state the earlier ones leave, on a scratch fold."""
+    later = any(type(data) in CHECKED_TYPES for data in items[1:])
+    if not later:
+        # Only the first item (if any) depends on the open turn: it is
+        # checked against the handle's fold as it is. A revival's marker
+        # and notice, or a wait's answer and settlement, cost no copy.
+        if items:
+            error = order_error(fold, items[0], origin, allow_undispatched=allow_undispatched)
+            if error is not None:
+                raise error
+        return
+    # A later item depends on what the earlier ones change: a scratch fold.
+    scratch = copy.deepcopy(fold)
+    seq = scratch.next_seq
+    for data in items:
+        error = order_error(scratch, data, origin, allow_undispatched=allow_undispatched)
+        if error is not None:
+            raise error
+        scratch.apply(Event(seq=seq, data=data, origin=origin))
+        seq += 1

@@ -1,0 +1,98 @@
+"""Opening a session for writing: find or create it, take its writer lock, and
+fold what a writer needs (`turnlog.open` makes the handle from this)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any, NamedTuple
+
+from turnlog import events as ev
+from turnlog.clock import utc_now
+from turnlog.durability import Durability, check_durability
+from turnlog.errors import FormatError, SessionNotFoundError, UnfinishedSessionError, UsageError
+from turnlog.events import Event
+from turnlog.fold import Fold
+from turnlog.stores import open_store
+from turnlog.stores.base import Store, StoreWriter
+
+
+class Opened(NamedTuple):
+    """A session held for writing, before it has a handle."""
+
+    store: Store
+    writer: StoreWriter
+    fold: Fold
+    # False when `fold` was fed from the tail only.
+    whole: bool
+
+
+def open_session(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None,
+    create: bool | None,
+    durability: Durability,
+    agent: ev.Agent | None,
+    parent: ev.Parent | None,
+    spawned_by: ev.SpawnedBy | None,
+    meta: dict[str, Any] | None,
+) -> Opened:
+    """The store, writer and fold of the session `turnlog.open` names, created
+    when `create` says so (see `turnlog.open`)."""
+    store, session_id = open_store(target, session_id)
+    check_durability(durability)  # before anything is created
+    if session_id is None:
+        if create is False:
+            raise UsageError("opening an existing session needs its session_id")
+        session_id = uuid.uuid4().hex
+    if create is None:
+        create = not store.exists(session_id)
+        if not create:
+            try:
+                return _open_existing(store, session_id)
+            except UnfinishedSessionError:
+                # A crash cut the session's creation short: nothing in it was
+                # ever acknowledged, so it is created again (bytes kept aside).
+                create = True
+    if create:
+        header = Event(
+            seq=0,
+            data=ev.Session(
+                session_id=session_id,
+                created_at=utc_now(),
+                agent=agent,
+                parent=parent,
+                spawned_by=spawned_by,
+                meta=meta,
+            ),
+            ts=utc_now(),
+        )
+        writer = store.create(header)
+        return Opened(store, writer, Fold([header]), whole=True)
+    if not store.exists(session_id):
+        raise SessionNotFoundError(f"no session {session_id!r} in {store.url}")
+    return _open_existing(store, session_id)
+
+
+def _open_existing(store: Store, session_id: str) -> Opened:
+    writer = store.writer(session_id, check="tail")
+    try:
+        # The tail the writer checked under its lock, or read now that it holds
+        # it: a writer that only appends never reads the whole log.
+        tail = writer.tail or store.read_tail(session_id)
+        fold = tail.fold()
+        named = fold.session.session_id if fold.session is not None else None
+        if named is not None and named != session_id:
+            # A copied or renamed file: this handle would append here and read
+            # the session its header names, which is another one.
+            where = store.location(session_id) or session_id
+            raise FormatError(
+                f"{where} holds session {named!r}, not {session_id!r}: its header names "
+                "another session",
+                hint="a session file was copied or renamed by hand; rename it back, or "
+                "make a copy under a new id with `turnlog copy` or `turnlog fork`",
+            )
+        return Opened(store, writer, fold, whole=False)
+    except BaseException:
+        writer.close()
+        raise

@@ -1,0 +1,161 @@
+"""Turns and steps of a writer handle: their start and end, and the honest
+close of a block that raised."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from turnlog import events as ev
+from turnlog.clock import utc_now
+from turnlog.errors import TurnlogError, UsageError, WriteOrderError
+from turnlog.events import TurnEndReason
+from turnlog.recovery import unwind_events
+
+if TYPE_CHECKING:
+    from turnlog.log import Log
+
+
+class Turn:
+    """An open turn. Set `reason` before the block ends to end it otherwise than
+    `complete` (for example `rejected`)."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.steps = 0
+        self.reason: str = TurnEndReason.COMPLETE.value
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """Ctrl-C, a closed generator, or an asyncio cancellation. asyncio is looked
+    up, not imported: a program that never imported it cannot be cancelled by
+    it, and importing it costs every command-line call a twentieth of a second."""
+    if isinstance(exc, KeyboardInterrupt | GeneratorExit):
+        return True
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
+
+
+def describe_exception(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def begin_turn(log: Log, *, resume: bool = False) -> Turn:
+    with log._lock:
+        if resume:
+            turn = _adopt_turn(log)
+        else:
+            if log._fold.turn_open:
+                raise UsageError(
+                    "a turn is already open; turns never nest",
+                    hint="end the open turn first, or recover the session if it crashed",
+                )
+            # Cheap accessors, not `state`: a snapshot copies the whole transcript.
+            start = log.next_turn_start()
+            log.append(start)
+            turn = Turn(start.turn or 0)
+        log._turn = turn
+        return turn
+
+
+def fail_turn(log: Log, exc: BaseException) -> None:
+    reason = TurnEndReason.CANCELLED if is_cancellation(exc) else TurnEndReason.ERROR
+    log._turn = None
+    unwind(log, exc, reason=reason.value)
+
+
+def end_turn(log: Log, turn: Turn) -> None:
+    with log._lock:
+        log._turn = None
+        unanswered = log._fold.owed_in_open_turn()
+        if unanswered:
+            error = WriteOrderError(
+                f"turn {turn.number} ended with calls still unanswered: {', '.join(unanswered)}",
+                hint="dispatch every call the turn requested and record its result",
+            )
+            unwind(log, error, reason=TurnEndReason.ERROR.value)
+            raise error
+        if log._fold.step_open:
+            log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+        log.append(ev.TurnEnd(reason=turn.reason, turn=turn.number, steps=turn.steps))
+
+
+def _adopt_turn(log: Log) -> Turn:
+    fold = log._fold
+    open_turn = fold.open_turn
+    if open_turn is None:
+        raise UsageError("no open turn to resume", hint="start a turn with `with log.turn():`")
+    owed = fold.owed_in_open_turn()
+    if owed:
+        raise WriteOrderError(
+            f"the open turn still owes results for {', '.join(owed)}",
+            hint="answer the waits a tree revival left pending before resuming the turn",
+        )
+    number = open_turn.turn if open_turn.turn is not None else fold.last_turn_number
+    turn = Turn(number)
+    turn.steps = open_turn.steps
+    step = open_turn.open_step
+    if step is not None:
+        log.append(ev.StepEnd(turn=step.turn, step=step.step, outcome="ok"))
+    return turn
+
+
+def begin_step(log: Log) -> int:
+    turn = log._turn
+    if turn is None or not log._fold.turn_open:
+        raise UsageError("a step must be inside a turn", hint="use `with log.turn():` first")
+    if log._fold.step_open:
+        raise UsageError("a step is already open; steps never nest")
+    with log._lock:
+        turn.steps += 1
+        log.append(ev.StepStart(turn=turn.number, step=turn.steps))
+        return turn.steps
+
+
+def end_step(log: Log) -> None:
+    turn = log._turn
+    if turn is None:
+        raise UsageError(
+            "no step of this handle's turn is open",
+            hint="end a step begun with `log.begin_step()` inside `log.turn()`; a "
+            "step_start appended by hand is ended with `log.append(StepEnd(...))`",
+        )
+    with log._lock:
+        owed = log._fold.owed_in_open_step()
+        if owed:
+            # A normal step_end would say nothing was in flight, and recovery
+            # would then call these calls "not started" (R3) even if the
+            # program runs them after the block. Refuse, and let the turn
+            # close them as outcome unknown.
+            raise WriteOrderError(
+                f"step {turn.steps} of turn {turn.number} ended with calls unanswered: "
+                f"{', '.join(owed)}",
+                hint="run each requested call inside `with log.dispatch(call)` and record "
+                "its result before the step ends",
+            )
+        log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+
+
+def unwind(log: Log, exc: BaseException, *, reason: str | None) -> None:
+    """Close what a raising block left open: answer its owed calls, end its
+    step, and end its turn with `reason` (None: the step only)."""
+    with log._lock:
+        writer = log._writer
+        if writer is None:
+            return
+        repairs = unwind_events(
+            log._fold,
+            reason=reason,
+            error=describe_exception(exc),
+            order_kept=not isinstance(exc, WriteOrderError),
+            ts=utc_now(),
+        )
+        if not repairs:
+            return
+        try:
+            log._write(writer, repairs, None)
+        except TurnlogError as write_error:
+            # The original exception is what the caller must see; the log is
+            # left open and a later recovery closes it.
+            exc.add_note(f"turnlog could not close the turn: {write_error}")
