@@ -3,135 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final, SupportsIndex
+from typing import Any, Final
 
 import msgspec
 
 from turnlog import events as ev
-from turnlog.events import Content, Event, Origin, ToolCall
+from turnlog.events import Event, Origin
+from turnlog.open_turn import CallSighting, MutableCall, MutableTurn, OpenStep, OpenTurn
+from turnlog.state import BackgroundChild, Message, SessionState
+from turnlog.transcript import NoTranscript, compacted, place_late_result
 
-
-class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """One provider-neutral transcript entry.
-
-    `role` is "system", "user", "assistant" or "tool". A compaction summary is
-    a "user" message with `kind="compaction"`. `seq` is the event it came from.
-    """
-
-    role: str
-    content: Content
-    seq: int
-    tool_calls: tuple[ToolCall, ...] = ()
-    call_id: str | None = None
-    name: str | None = None
-    is_error: bool = False
-    origin: str | None = None
-    risk: str | None = None
-    injected: str | None = None
-    kind: str | None = None
-    # A notice's preferred role where a provider has one in the conversation.
-    render_as: str | None = None
-
-
-class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
-    """What the log shows about one tool call inside the open turn."""
-
-    call_id: str
-    name: str | None
-    first_seq: int
-    # The step_start seq of the step the call was requested in, if any.
-    step_seq: int | None
-    step_closed: bool
-    dispatch: ev.ToolDispatch | None
-    dispatch_seq: int | None
-    # A result for this request came after it, in this turn.
-    answered: bool = False
-    # An assistant message asked for the call (a dispatch alone does not).
-    requested: bool = True
-    # A compaction replaced the message that asked for it.
-    swallowed: bool = False
-    # Sighted in an earlier turn that a `turn_start` left open (a log no
-    # turnlog writer makes): that turn's facts do not prove the call's fate.
-    carried: bool = False
-
-    @property
-    def orphaned(self) -> bool:
-        """No message in the live transcript asks for this call, so a
-        provider would reject any result for it."""
-        return self.swallowed or not self.requested
-
-
-class BackgroundChild(msgspec.Struct, frozen=True, kw_only=True):
-    """A background subagent of this session: spawned, maybe settled, maybe
-    delivered (`delivered` is the seq of the message or result that did)."""
-
-    spawned: ev.SubagentSpawned
-    settled: ev.SubagentSettled | None = None
-    delivered: int | None = None
-
-    @property
-    def agent_id(self) -> str:
-        return self.spawned.agent_id
-
-
-class OpenStep(msgspec.Struct, frozen=True, kw_only=True):
-    seq: int
-    turn: int | None
-    step: int | None
-
-
-class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
-    """A turn with a `turn_start` and, so far, no `turn_end`."""
-
-    seq: int
-    turn: int | None
-    steps: int
-    open_step: OpenStep | None
-    dispatched_any: bool
-    # The turn holds a result written by the agent (or imported) for a call
-    # with no dispatch before it: this writer does not dispatch ahead, so the
-    # turn proves nothing about which of its calls ran.
-    result_without_dispatch: bool
-    # Every call requested or dispatched in the turn, answered or not, in
-    # order of first sighting.
-    calls: tuple[CallSighting, ...]
-    # Subagents the turn spawned from a tool call, newest per call id.
-    spawns: tuple[ev.SubagentSpawned, ...] = ()
-
-    @property
-    def owed(self) -> tuple[CallSighting, ...]:
-        """The calls of this turn that no result answered, in order of first sighting."""
-        return tuple(call for call in self.calls if not call.answered)
-
-
-class SessionState(msgspec.Struct, frozen=True, kw_only=True):
-    """Everything the fold knows; equal to a fresh fold of the same events."""
-
-    session: ev.Session | None
-    next_seq: int
-    last_ts: str | None
-    messages: tuple[Message, ...]
-    # Turns never nest: a `turn_start` while a turn is open abandons the
-    # earlier one (with a warning), so at most one turn is open.
-    open_turn: OpenTurn | None
-    needs_response: bool
-    revivals: int
-    turns: int
-    last_turn: int | None
-    subagents: tuple[ev.SubagentSpawned, ...]
-    warnings: tuple[str, ...]
-    # Background subagents by spawn order, with what became of their reports.
-    background: tuple[BackgroundChild, ...] = ()
-
-    @property
-    def session_id(self) -> str | None:
-        return self.session.session_id if self.session is not None else None
-
-    @property
-    def owed_calls(self) -> tuple[CallSighting, ...]:
-        """Calls of the open turn that no result answered."""
-        return self.open_turn.owed if self.open_turn is not None else ()
-
+# The state types have modules of their own; they are imported from here too.
+__all__ = [
+    "BackgroundChild",
+    "CallSighting",
+    "Fold",
+    "Message",
+    "OpenStep",
+    "OpenTurn",
+    "SessionState",
+    "fold",
+]
 
 # Results written by turnlog itself while closing calls it knows about; they
 # say nothing about whether the agent dispatches ahead.
@@ -150,111 +42,6 @@ _SYNTHETIC_ORIGINS: Final = frozenset(
 )
 
 
-class _Call:
-    __slots__ = (
-        "answered",
-        "carried",
-        "dispatch",
-        "dispatch_seq",
-        "first_seq",
-        "name",
-        "request_seq",
-        "step_seq",
-        "swallowed",
-    )
-
-    def __init__(
-        self,
-        name: str | None,
-        first_seq: int,
-        step_seq: int | None,
-        dispatch: ev.ToolDispatch | None = None,
-        dispatch_seq: int | None = None,
-    ) -> None:
-        self.name = name
-        self.first_seq = first_seq
-        self.step_seq = step_seq
-        self.dispatch = dispatch
-        self.dispatch_seq = dispatch_seq
-        self.answered = False
-        # The seq of the assistant message that asked for the call, if any.
-        self.request_seq: int | None = None if dispatch is not None else first_seq
-        self.swallowed = False
-        self.carried = False
-
-
-class _MutableTurn:
-    __slots__ = (
-        "calls",
-        "closed_steps",
-        "dispatched_any",
-        "floor",
-        "open_step",
-        "result_without_dispatch",
-        "seq",
-        "spawns",
-        "steps",
-        "turn",
-    )
-
-    def __init__(self, seq: int, turn: int | None) -> None:
-        self.seq = seq
-        # The oldest seq this turn's calls were asked at: its own start, or
-        # that of an earlier turn left open whose calls it carries.
-        self.floor = seq
-        self.turn = turn
-        self.steps = 0
-        self.open_step: OpenStep | None = None
-        self.closed_steps: set[int] = set()
-        self.dispatched_any = False
-        self.result_without_dispatch = False
-        self.calls: dict[str, _Call] = {}
-        self.spawns: dict[str, ev.SubagentSpawned] = {}
-
-    def sight(self, call_id: str, call: _Call) -> None:
-        # A request for an id already answered in this turn is a new call:
-        # it goes last, in order of first sighting.
-        self.calls.pop(call_id, None)
-        self.calls[call_id] = call
-
-    def freeze(self) -> OpenTurn:
-        return OpenTurn(
-            seq=self.seq,
-            turn=self.turn,
-            steps=self.steps,
-            open_step=self.open_step,
-            dispatched_any=self.dispatched_any,
-            result_without_dispatch=self.result_without_dispatch,
-            calls=tuple(
-                CallSighting(
-                    call_id=call_id,
-                    name=call.name,
-                    first_seq=call.first_seq,
-                    step_seq=call.step_seq,
-                    step_closed=call.step_seq is not None and call.step_seq in self.closed_steps,
-                    dispatch=call.dispatch,
-                    dispatch_seq=call.dispatch_seq,
-                    answered=call.answered,
-                    requested=call.request_seq is not None,
-                    swallowed=call.swallowed,
-                    carried=call.carried,
-                )
-                for call_id, call in self.calls.items()
-            ),
-            spawns=tuple(self.spawns.values()),
-        )
-
-
-class _NoTranscript(list[Message]):
-    """A transcript that keeps nothing, for folds that only check bookkeeping."""
-
-    def append(self, message: Message) -> None:
-        pass
-
-    def insert(self, index: SupportsIndex, message: Message) -> None:
-        pass
-
-
 class Fold:
     """An incremental fold: `apply` one event at a time, read `state` any time.
 
@@ -269,8 +56,8 @@ class Fold:
         self._last_ts: str | None = None
         # Without a transcript, memory is bounded by the open turn: for checks
         # that stream a whole log.
-        self._messages: list[Message] = [] if keep_transcript else _NoTranscript()
-        self._turn: _MutableTurn | None = None
+        self._messages: list[Message] = [] if keep_transcript else NoTranscript()
+        self._turn: MutableTurn | None = None
         # Call ids of the newest assistant message that asked for tools, while
         # only their results have followed it: results for them append.
         self._asking: frozenset[str] = frozenset()
@@ -519,7 +306,7 @@ class Fold:
             for call in calls:
                 known = turn.calls.get(call.id)
                 if known is None or known.answered:
-                    turn.sight(call.id, _Call(call.name, event.seq, step_seq))
+                    turn.sight(call.id, MutableCall(call.name, event.seq, step_seq))
                 elif known.request_seq is None:
                     # Dispatched before any message asked for it; asked now.
                     known.request_seq = event.seq
@@ -559,28 +346,9 @@ class Fold:
         if call_id in self._asking:
             self._messages.append(message)
         else:
-            self._place_late_result(message)
+            floor = self._turn.floor if self._turn is not None else None
+            place_late_result(self._messages, message, floor)
         self._needs_response = True
-
-    def _place_late_result(self, message: Message) -> None:
-        """Put a result right after the results already beside the assistant
-        message that asked for its call (DESIGN §7), looking back no further
-        than the open turn; a result no message in reach asked for goes last."""
-        messages = self._messages
-        floor = self._turn.floor if self._turn is not None else None
-        index = len(messages) - 1
-        while floor is not None and index >= 0 and messages[index].seq > floor:
-            candidate = messages[index]
-            if candidate.role == "assistant" and any(
-                call.id == message.call_id for call in candidate.tool_calls
-            ):
-                position = index + 1
-                while position < len(messages) and messages[position].role == "tool":
-                    position += 1
-                messages.insert(position, message)
-                return
-            index -= 1
-        messages.append(message)
 
     def _on_turn_start(self, event: Event, data: ev.TurnStart) -> None:
         if data.revivals is not None and data.revivals != self._revivals:
@@ -589,7 +357,7 @@ class Fold:
                 f"{self._revivals}"
             )
         earlier = self._turn
-        self._turn = _MutableTurn(event.seq, data.turn)
+        self._turn = MutableTurn(event.seq, data.turn)
         if event.origin == Origin.IMPORT.value:
             # A turn read from another tool's file: its writer did not
             # dispatch ahead, so the turn proves nothing about which of its
@@ -659,7 +427,7 @@ class Fold:
         call = turn.calls.get(data.call_id)
         if call is None or call.answered:
             step_seq = turn.open_step.seq if turn.open_step is not None else None
-            turn.sight(data.call_id, _Call(data.name, event.seq, step_seq, data, event.seq))
+            turn.sight(data.call_id, MutableCall(data.name, event.seq, step_seq, data, event.seq))
         elif call.dispatch is None:
             call.dispatch = data
             call.dispatch_seq = event.seq
@@ -681,19 +449,8 @@ class Fold:
                     )
         if self._last_said is not None and self._last_said.seq <= data.through_seq:
             self._last_said = None  # now inside the summary
-        if isinstance(self._messages, _NoTranscript):
+        if isinstance(self._messages, NoTranscript):
             return
-        kept = []
-        asked: set[str] = set()
-        for message in self._messages:
-            if message.seq <= data.through_seq:
-                continue
-            if message.role == "assistant":
-                asked.update(call.id for call in message.tool_calls)
-            elif message.role == "tool" and message.call_id not in asked:
-                # Its call was compacted into the summary; alone it answers nothing.
-                continue
-            kept.append(message)
         summary = Message(
             role="user",
             content=data.summary,
@@ -701,7 +458,7 @@ class Fold:
             origin=event.origin,
             kind="compaction",
         )
-        self._messages = [summary, *kept]
+        self._messages = compacted(self._messages, data.through_seq, summary)
         self._asking = frozenset()
 
     def _on_revived(self, event: Event, data: ev.RunRevived) -> None:

@@ -1,0 +1,165 @@
+"""The open turn: its steps and the calls it asked for or dispatched, as the
+fold builds them and as it hands them out (frozen). Pure."""
+
+from __future__ import annotations
+
+import msgspec
+
+from turnlog import events as ev
+
+
+class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
+    """What the log shows about one tool call inside the open turn."""
+
+    call_id: str
+    name: str | None
+    first_seq: int
+    # The step_start seq of the step the call was requested in, if any.
+    step_seq: int | None
+    step_closed: bool
+    dispatch: ev.ToolDispatch | None
+    dispatch_seq: int | None
+    # A result for this request came after it, in this turn.
+    answered: bool = False
+    # An assistant message asked for the call (a dispatch alone does not).
+    requested: bool = True
+    # A compaction replaced the message that asked for it.
+    swallowed: bool = False
+    # Sighted in an earlier turn that a `turn_start` left open (a log no
+    # turnlog writer makes): that turn's facts do not prove the call's fate.
+    carried: bool = False
+
+    @property
+    def orphaned(self) -> bool:
+        """No message in the live transcript asks for this call, so a
+        provider would reject any result for it."""
+        return self.swallowed or not self.requested
+
+
+class OpenStep(msgspec.Struct, frozen=True, kw_only=True):
+    seq: int
+    turn: int | None
+    step: int | None
+
+
+class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
+    """A turn with a `turn_start` and, so far, no `turn_end`."""
+
+    seq: int
+    turn: int | None
+    steps: int
+    open_step: OpenStep | None
+    dispatched_any: bool
+    # The turn holds a result written by the agent (or imported) for a call
+    # with no dispatch before it: this writer does not dispatch ahead, so the
+    # turn proves nothing about which of its calls ran.
+    result_without_dispatch: bool
+    # Every call requested or dispatched in the turn, answered or not, in
+    # order of first sighting.
+    calls: tuple[CallSighting, ...]
+    # Subagents the turn spawned from a tool call, newest per call id.
+    spawns: tuple[ev.SubagentSpawned, ...] = ()
+
+    @property
+    def owed(self) -> tuple[CallSighting, ...]:
+        """The calls of this turn that no result answered, in order of first sighting."""
+        return tuple(call for call in self.calls if not call.answered)
+
+
+class MutableCall:
+    """One call of the open turn as the fold learns of it."""
+
+    __slots__ = (
+        "answered",
+        "carried",
+        "dispatch",
+        "dispatch_seq",
+        "first_seq",
+        "name",
+        "request_seq",
+        "step_seq",
+        "swallowed",
+    )
+
+    def __init__(
+        self,
+        name: str | None,
+        first_seq: int,
+        step_seq: int | None,
+        dispatch: ev.ToolDispatch | None = None,
+        dispatch_seq: int | None = None,
+    ) -> None:
+        self.name = name
+        self.first_seq = first_seq
+        self.step_seq = step_seq
+        self.dispatch = dispatch
+        self.dispatch_seq = dispatch_seq
+        self.answered = False
+        # The seq of the assistant message that asked for the call, if any.
+        self.request_seq: int | None = None if dispatch is not None else first_seq
+        self.swallowed = False
+        self.carried = False
+
+
+class MutableTurn:
+    """The open turn as the fold builds it; `freeze` hands it out."""
+
+    __slots__ = (
+        "calls",
+        "closed_steps",
+        "dispatched_any",
+        "floor",
+        "open_step",
+        "result_without_dispatch",
+        "seq",
+        "spawns",
+        "steps",
+        "turn",
+    )
+
+    def __init__(self, seq: int, turn: int | None) -> None:
+        self.seq = seq
+        # The oldest seq this turn's calls were asked at: its own start, or
+        # that of an earlier turn left open whose calls it carries.
+        self.floor = seq
+        self.turn = turn
+        self.steps = 0
+        self.open_step: OpenStep | None = None
+        self.closed_steps: set[int] = set()
+        self.dispatched_any = False
+        self.result_without_dispatch = False
+        self.calls: dict[str, MutableCall] = {}
+        self.spawns: dict[str, ev.SubagentSpawned] = {}
+
+    def sight(self, call_id: str, call: MutableCall) -> None:
+        # A request for an id already answered in this turn is a new call:
+        # it goes last, in order of first sighting.
+        self.calls.pop(call_id, None)
+        self.calls[call_id] = call
+
+    def freeze(self) -> OpenTurn:
+        return OpenTurn(
+            seq=self.seq,
+            turn=self.turn,
+            steps=self.steps,
+            open_step=self.open_step,
+            dispatched_any=self.dispatched_any,
+            result_without_dispatch=self.result_without_dispatch,
+            calls=tuple(
+                CallSighting(
+                    call_id=call_id,
+                    name=call.name,
+                    first_seq=call.first_seq,
+                    step_seq=call.step_seq,
+                    step_closed=call.step_seq is not None and call.step_seq in self.closed_steps,
+                    dispatch=call.dispatch,
+                    dispatch_seq=call.dispatch_seq,
+                    answered=call.answered,
+                    requested=call.request_seq is not None,
+                    swallowed=call.swallowed,
+                    carried=call.carried,
+                )
+                for call_id, call in self.calls.items()
+            ),
+            spawns=tuple(self.spawns.values()),
+        )
