@@ -1,293 +1,64 @@
-"""The asyncio twin of the writer and the reference loop: appends off the event loop."""
+"""The asyncio twin of the reference loop (`arun_turn`), and the asyncio API:
+the handle (`AsyncLog`, `aopen`) lives in `turnlog.async_log`, the background
+children's tasks in `turnlog.async_background`; both are imported from here too."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import inspect
-import os
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 
 from turnlog import background
-from turnlog import events as ev
-from turnlog.budgets import Budget, BudgetClock, budget_spent_result
-from turnlog.deadlines import ToolThread, past_deadline_result
-from turnlog.dispatch import Dispatch, begin_dispatch_with
-from turnlog.durability import Durability
-from turnlog.errors import TurnlogError, UsageError
-from turnlog.events import (
-    Content,
-    Event,
-    EventData,
-    IdempotencyValue,
-    Origin,
-    P,
-    ToolCall,
-    TurnEndReason,
-)
-from turnlog.fold import Message, SessionState
-from turnlog.log import Log
-from turnlog.log import open as open_log
-from turnlog.loop import (
+from turnlog.agents import (
     MAX_STEPS_PER_TURN,
     AgentSpec,
-    CallContext,
     Reply,
     Tool,
     ToolOutput,
-    agent_id_for,
-    call_deadline,
     check_deadline,
-    dispatch_options,
-    record_late,
-    record_output,
-    spec_for,
 )
+from turnlog.async_background import await_report, child_tasks, session_state, start_background
+from turnlog.async_log import AsyncDispatch, AsyncLog, Opening, aopen
+from turnlog.budgets import Budget, BudgetClock, budget_spent_result
+from turnlog.deadlines import ToolThread, past_deadline_result
+from turnlog.events import Content, Origin, ToolCall, TurnEndReason
+from turnlog.fold import Message
 from turnlog.notices import NoticeStyle
-from turnlog.recovery import Plan
-from turnlog.stores import Store
-from turnlog.stores.holders import OPENED_AT, caller_site
-from turnlog.turns import Turn
-from turnlog.verdict import Verdict
+from turnlog.subagents import (
+    CallContext,
+    agent_id_for,
+    already_delivered,
+    joined_child,
+    report_after_wait,
+    spec_for,
+    subagent_request,
+    subagent_tool_running,
+)
+from turnlog.tool_calls import call_deadline, dispatch_options, record_late, record_output
 
-_P = ParamSpec("_P")
+# The public asyncio API, wherever each part lives.
+__all__ = [
+    "AsyncDispatch",
+    "AsyncLog",
+    "AsyncModel",
+    "AsyncToolContext",
+    "Opening",
+    "StepCalls",
+    "acontinue_run",
+    "aopen",
+    "arun_agent_turn",
+    "arun_turn",
+    "async_subagent_tool",
+    "async_task_wait_tool",
+    "await_report",
+    "start_background",
+]
+
 _T = TypeVar("_T")
-
-
-class AsyncDispatch:
-    """A dispatched call in an async loop; `await result(...)` records its outcome."""
-
-    def __init__(self, log: AsyncLog, handle: Dispatch) -> None:
-        self._log = log
-        self._handle = handle
-        self.call = handle.call
-
-    @property
-    def answered(self) -> bool:
-        return self._handle.answered
-
-    @property
-    def handle(self) -> Dispatch:
-        return self._handle
-
-    def mark_answered(self) -> None:
-        """The call was answered by a result written outside this handle
-        (a deadline's D1), so the block's end must not answer it again."""
-        self._handle.answered = True
-
-    async def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
-        return await self._log._run(self._handle.result, content, is_error=is_error)
-
-
-class AsyncLog:
-    """A `Log` for asyncio programs.
-
-    Every append runs on one writer thread of its own, so an `fsync` never
-    blocks the event loop, and since that thread runs them one at a time in
-    the order they were awaited, the order of events is the order of calls.
-    """
-
-    def __init__(self, log: Log) -> None:
-        self.log = log
-        self._executor = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"turnlog-{log.session_id[:32]}"
-        )
-
-    async def _run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
-
-    def call_soon(self, fn: Callable[_P, Any], *args: _P.args, **kwargs: _P.kwargs) -> None:
-        """Queue `fn` on the writer thread without waiting for it (from a
-        callback that cannot await); dropped once the handle is closed."""
-        # RuntimeError: the closed handle's writer thread is gone.
-        with contextlib.suppress(RuntimeError):
-            self._executor.submit(functools.partial(fn, *args, **kwargs))
-
-    async def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """Run `fn` (which writes through the sync `Log`) on the writer thread,
-        in order with the appends awaited before it."""
-        return await self._run(fn, *args, **kwargs)
-
-    # -- what the sync handle knows ------------------------------------------------
-
-    @property
-    def session_id(self) -> str:
-        return self.log.session_id
-
-    @property
-    def store(self) -> Store:
-        return self.log.store
-
-    @property
-    def header(self) -> ev.Session:
-        return self.log.header
-
-    @property
-    def durability(self) -> Durability:
-        return self.log.durability
-
-    @property
-    def closed(self) -> bool:
-        return self.log.closed
-
-    def verdict(self) -> Verdict:
-        return self.log.verdict()
-
-    async def messages(self) -> tuple[Message, ...]:
-        """The transcript (the first call may read the whole log, off the loop)."""
-        return await self._run(lambda: self.log.messages)
-
-    # -- writing ----------------------------------------------------------------
-
-    async def append(self, data: P, **options: Any) -> Event[P]:
-        return await self._run(functools.partial(self.log.append, data, **options))
-
-    async def append_many(self, items: Sequence[EventData], **options: Any) -> list[Event]:
-        return await self._run(self.log.append_many, items, **options)
-
-    async def system(self, content: Content) -> Event[ev.SystemMessage]:
-        return await self._run(self.log.system, content)
-
-    async def user(self, content: Content, *, injected: str | None = None) -> Event[ev.UserMessage]:
-        return await self._run(self.log.user, content, injected=injected)
-
-    async def assistant(
-        self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
-    ) -> Event[ev.AssistantMessage]:
-        return await self._run(self.log.assistant, content, tool_calls)
-
-    async def recover(self) -> Plan:
-        return await self._run(self.log.recover)
-
-    async def sync(self) -> None:
-        await self._run(self.log.sync)
-
-    @asynccontextmanager
-    async def turn(self, *, resume: bool = False) -> AsyncIterator[Turn]:
-        """As `Log.turn`: a raising block closes the turn honestly."""
-        turn = await self._run(self.log.begin_turn, resume=resume)
-        try:
-            yield turn
-        except BaseException as exc:
-            await asyncio.shield(self._run(self.log.fail_turn, exc))
-            raise
-        else:
-            await self._run(self.log.end_turn, turn)
-
-    @asynccontextmanager
-    async def step(self) -> AsyncIterator[int]:
-        number = await self._run(self.log.begin_step)
-        try:
-            yield number
-        except BaseException as exc:
-            await asyncio.shield(self._run(self.log.fail_step, exc))
-            raise
-        await self._run(self.log.end_step)
-
-    @asynccontextmanager
-    async def dispatch(
-        self, call: ToolCall, *, idempotency: IdempotencyValue | None = None, **options: Any
-    ) -> AsyncIterator[AsyncDispatch]:
-        """Write `tool_dispatch` durably (off the loop) before the block runs the tool.
-        `options` are the dispatch's other fields (`join`, `timeout_s`, `background`)."""
-        fields = {"idempotency": idempotency, **options}
-        handle = await self._run(begin_dispatch_with, self.log, call, fields)
-        try:
-            yield AsyncDispatch(self, handle)
-        except BaseException as exc:
-            # Shielded: a cancelled tool still gets its honest result.
-            await asyncio.shield(self._run(self.log.end_dispatch, handle, exc))
-            raise
-        else:
-            await self._run(self.log.end_dispatch, handle, None)
-
-    async def close(self) -> None:
-        try:
-            await self._run(self.log.close)
-        finally:
-            self._executor.shutdown(wait=False)
-
-    async def __aenter__(self) -> AsyncLog:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    def __repr__(self) -> str:
-        return f"<turnlog.AsyncLog {self.session_id!r}>"
-
-
-class Opening(Awaitable[AsyncLog]):
-    """What `aopen` returns: await it for the `AsyncLog`, or use it as
-    `async with turnlog.aopen(...) as log:`, which closes the log at the end."""
-
-    def __init__(
-        self,
-        target: str | os.PathLike[str] | Store,
-        session_id: str | None,
-        options: dict[str, Any],
-        site: str | None,
-    ) -> None:
-        self._target = target
-        self._session_id = session_id
-        self._options = options
-        self._site = site
-        self._log: AsyncLog | None = None
-
-    async def _open(self) -> AsyncLog:
-        # The open runs on a worker thread, where no frame of the program is
-        # left: the line that called `aopen` goes with it (asyncio copies the
-        # context), for the refusal a second handle on the session gets.
-        token = OPENED_AT.set(self._site)
-        try:
-            log = await asyncio.to_thread(open_log, self._target, self._session_id, **self._options)
-        finally:
-            OPENED_AT.reset(token)
-        return AsyncLog(log)
-
-    def __await__(self) -> Generator[Any, None, AsyncLog]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> AsyncLog:
-        self._log = await self._open()
-        return self._log
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._log is not None:
-            await self._log.close()
-
-
-def aopen(
-    target: str | os.PathLike[str] | Store,
-    session_id: str | None = None,
-    **options: Any,
-) -> Opening:
-    """`turnlog.open` for asyncio: opens off the event loop. Use it as
-    `async with turnlog.aopen(path) as log:` (closed at the end), or
-    `log = await turnlog.aopen(path)` and close it yourself."""
-    return Opening(target, session_id, options, caller_site())
-
-
-# -- the async reference loop ---------------------------------------------------
 
 AsyncModel = Callable[[Sequence[Message]], Awaitable[Reply] | Reply]
 
@@ -382,83 +153,11 @@ class AsyncToolContext(CallContext):
         return background.acknowledgement(agent_id)
 
 
-# Background children running as tasks of this event loop, by parent handle.
-_CHILD_TASKS: weakref.WeakKeyDictionary[AsyncLog, dict[str, asyncio.Task[None]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _tasks(log: AsyncLog) -> dict[str, asyncio.Task[None]]:
-    tasks = _CHILD_TASKS.get(log)
-    if tasks is None:
-        tasks = _CHILD_TASKS[log] = {}
-    return tasks
-
-
-def start_background(
-    parent: AsyncLog,
-    spawned: ev.SubagentSpawned,
-    child: str,
-    body: Callable[[], Awaitable[Content]],
-) -> asyncio.Task[None]:
-    """Run a child's loop as a task; its end is recorded on the parent."""
-
-    async def run() -> None:
-        # A cancelled child (its event loop shutting down) records nothing:
-        # like a child whose process died, it is adopted by the parent's next
-        # loop, which revives it from its own log.
-        try:
-            text = ev.content_text(await body())
-            outcome = "complete"
-        except Exception as exc:  # a failing child is a report, not a crash of the parent
-            outcome, text = "error", f"{type(exc).__name__}: {exc}"
-        record = background.settled_record(spawned, child, outcome, text)
-        # The parent's handle may be closed by then: the child's own log
-        # holds the report, and the parent's next loop delivers it.
-        with contextlib.suppress(TurnlogError, RuntimeError):
-            # RuntimeError: the closed handle's writer thread is gone.
-            await asyncio.shield(parent.append(record, sync=True))
-
-    task = asyncio.get_running_loop().create_task(run(), name=f"turnlog-bg-{spawned.agent_id}")
-    tasks = _tasks(parent)
-    tasks[spawned.agent_id] = task
-    task.add_done_callback(lambda _: tasks.pop(spawned.agent_id, None))
-    return task
-
-
-async def _state(log: AsyncLog) -> SessionState:
-    return await log.call(lambda: log.log.state)
-
-
-async def await_report(
-    log: AsyncLog, agent_id: str | None = None, *, timeout_s: float | None = None
-) -> bool:
-    """Wait until a child running here (or `agent_id`) settles, for at most
-    `timeout_s` seconds: True when a report is ready, False when nothing this
-    loop runs could bring one or the time passed first."""
-    loop = asyncio.get_running_loop()
-    deadline = None if timeout_s is None else loop.time() + timeout_s
-    while True:
-        ready = [c.agent_id for c in background.deliverable(await _state(log))]
-        if (agent_id in ready) if agent_id is not None else ready:
-            return True
-        tasks = _tasks(log)
-        waiting = (
-            [tasks[agent_id]] if agent_id in tasks else [] if agent_id else list(tasks.values())
-        )
-        if not waiting:
-            return False
-        left = None if deadline is None else deadline - loop.time()
-        if left is not None and left <= 0:
-            return False
-        await asyncio.wait(waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-
-
 async def _adopt_background(log: AsyncLog, tools: Mapping[str, Tool]) -> None:
-    if not (await _state(log)).background:
+    if not (await session_state(log)).background:
         return
     adopted = await log.call(
-        background.adopt, log.log, spec_for(tools), running=frozenset(_tasks(log))
+        background.adopt, log.log, spec_for(tools), running=frozenset(child_tasks(log))
     )
     for found in adopted:
         child = AsyncLog(found.log)
@@ -482,8 +181,7 @@ def async_subagent_tool(
     and with `background=True` the call returns an acknowledgement at once."""
 
     async def run(context: AsyncToolContext, **arguments: Any) -> Content:
-        agent_id = agent_id_for(agent_type, context.call_id)
-        task = arguments.get(task_argument, "")
+        agent_id, task = subagent_request(context, agent_type, task_argument, arguments)
         if background:
             return await context.spawn_background(agent_id, task, agent, agent_type=agent_type)
         reply = await context.spawn(
@@ -491,14 +189,7 @@ def async_subagent_tool(
         )
         return reply.content
 
-    return Tool(
-        run=run,
-        idempotency="unknown",
-        context=True,
-        agent_type=agent_type,
-        background=background,
-        spec=agent,
-    )
+    return subagent_tool_running(run, agent_type, agent, background)
 
 
 def async_task_wait_tool() -> Tool:
@@ -512,30 +203,22 @@ def async_task_wait_tool() -> Tool:
             # sync loop would have run that call first, so wait until it has
             # started the child (or failed to).
             await spawning.wait()
-        state = await _state(log)
-        child = next((c for c in state.background if c.agent_id == agent_id), None)
-        if child is None:
-            known = ", ".join(c.agent_id for c in state.background) or "none"
-            raise UsageError(f"no background subagent {agent_id!r} (known: {known})")
-        if child.delivered is not None:
-            return f"The report of {agent_id} was already delivered (event {child.delivered})."
+        delivered = already_delivered(joined_child(await session_state(log), agent_id))
+        if delivered is not None:
+            return delivered
         waited = await await_report(log, agent_id)
-        state = await _state(log)
-        settled = next(c for c in state.background if c.agent_id == agent_id)
-        if settled.delivered is not None:
-            return background.meanwhile(settled)
-        if not waited:
-            raise UsageError(f"background subagent {agent_id!r} is not running in this process")
-        # Joins of one step run at once: the first to get here takes the
-        # report (no await between the check and the claim), the others
-        # say where it went, as the sync loop's later joins do.
-        taken_by = context.step.joined.setdefault(agent_id, context.call_id)
-        if taken_by != context.call_id:
-            return (
-                f"The report of {agent_id} was already delivered, as the result of call "
-                f"{taken_by} of this step."
-            )
-        return background.Delivered(content=background.report_body(settled), delivers=agent_id)
+        answer = report_after_wait(joined_child(await session_state(log), agent_id), waited)
+        if isinstance(answer, background.Delivered):
+            # Joins of one step run at once: the first to get here takes the
+            # report (no await between the check and the claim), the others
+            # say where it went, as the sync loop's later joins do.
+            taken_by = context.step.joined.setdefault(agent_id, context.call_id)
+            if taken_by != context.call_id:
+                return (
+                    f"The report of {agent_id} was already delivered, as the result of call "
+                    f"{taken_by} of this step."
+                )
+        return answer
 
     return Tool(run=run, idempotency="read_only", context=True)
 
@@ -609,7 +292,7 @@ async def arun_turn(
             # As in `run_turn`: the turn's time bounds the wait for a report.
             if await await_report(log, timeout_s=clock.remaining_s()):
                 continue
-            if clock.time_spent() is not None and _tasks(log):
+            if clock.time_spent() is not None and child_tasks(log):
                 turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
             return reply
 
@@ -618,9 +301,7 @@ async def arun_agent_turn(
     log: AsyncLog, agent: AgentSpec, user_text: Content | None = None, **options: Any
 ) -> Reply:
     """`arun_turn` with the model, tools and bounds of an `AgentSpec`."""
-    limits = agent.limits()
-    limits.update({key: value for key, value in options.items() if value is not None})
-    return await arun_turn(log, agent.model, agent.tools, user_text, **limits)
+    return await arun_turn(log, agent.model, agent.tools, user_text, **agent.limits(**options))
 
 
 def _step_calls(

@@ -18,14 +18,7 @@ from turnlog.damage import TornTail
 from turnlog.dispatch import Dispatch, begin_dispatch, end_dispatch
 from turnlog.durability import DURABILITY_MODES, Durability, check_durability, must_sync
 from turnlog.errors import TurnlogError, UsageError
-from turnlog.events import (
-    Content,
-    Event,
-    EventData,
-    IdempotencyValue,
-    P,
-    ToolCall,
-)
+from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
 from turnlog.fold import Fold, Message, SessionState
 from turnlog.opening import open_session
 from turnlog.recovery import Plan, plan_verdict

@@ -1,212 +1,81 @@
-"""A reference agent loop that writes events in the order recovery relies on."""
+"""A reference agent loop that writes events in the order recovery relies on.
+
+Its parts shared with the asyncio twin (`turnlog.aio`) have modules of their
+own: `turnlog.agents` (tools and specs), `turnlog.subagents` (children and
+joins), `turnlog.tool_calls` (one call's dispatch and result); their names
+are imported from here too."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
-import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import msgspec
 
 from turnlog import background
-from turnlog import events as ev
-from turnlog.budgets import Budget, BudgetClock, budget_spent_result, seconds
-from turnlog.deadlines import ToolThread, behind_deadline_result, late_result, past_deadline_result
-from turnlog.dispatch import Dispatch, dispatched
-from turnlog.errors import TurnlogError, UsageError
-from turnlog.events import (
-    Content,
-    IdempotencyValue,
-    Origin,
-    ToolCall,
-    TurnEndReason,
-    check_idempotency,
+from turnlog.agents import (
+    MAX_STEPS_PER_TURN,
+    AgentSpec,
+    Model,
+    Reply,
+    Tool,
+    ToolOutput,
+    check_deadline,
 )
-from turnlog.fold import Message
+from turnlog.budgets import Budget, BudgetClock, budget_spent_result
+from turnlog.deadlines import ToolThread, behind_deadline_result, past_deadline_result
+from turnlog.dispatch import dispatched
+from turnlog.errors import UsageError
+from turnlog.events import Content, Origin, ToolCall, TurnEndReason
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.notices import NoticeStyle
-from turnlog.stores import child_session_id
-from turnlog.stores.base import MAX_SESSION_ID_CHARS
+from turnlog.subagents import (
+    CallContext,
+    Spawn,
+    agent_id_for,
+    already_delivered,
+    joined_child,
+    report_after_wait,
+    spec_for,
+    subagent_request,
+    subagent_tool_running,
+)
+from turnlog.tool_calls import call_deadline, dispatch_options, record_late, record_output
 from turnlog.tree import RevivedTree, TreeNode, settled_events
 
-# A turn that keeps asking for tools is stopped here rather than run forever.
-MAX_STEPS_PER_TURN: Final = 32
-
-
-class Reply(msgspec.Struct, frozen=True, kw_only=True):
-    """What a model returned: text (or parts) and the tools it asks for."""
-
-    content: Content = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-
-
-Model = Callable[[Sequence[Message]], Reply]
-
-
-def check_deadline(timeout_s: float | None) -> float | None:
-    """A deadline as a dispatch records it (a positive, finite float), or
-    UsageError for one no call could meet or the log's reader would refuse."""
-    return seconds("timeout_s", timeout_s)
-
-
-#: What a tool body returns: content, or (a join tool) a delivered report.
-ToolOutput: TypeAlias = Content | background.Delivered
-
-
-class Tool(msgspec.Struct, frozen=True, kw_only=True):
-    """A callable the model may ask for, and what running it twice would do.
-
-    With `context=True` the tool is called as `run(context, **arguments)`,
-    where `context` is a `ToolContext` (its call id makes a good idempotency
-    key for the outside system). `agent_type` marks a tool that runs a
-    subagent: its dispatch records `join: <agent_id>` (see `subagent_tool`).
-    """
-
-    # A coroutine function only under `turnlog.aio.arun_turn`.
-    run: Callable[..., ToolOutput | Awaitable[ToolOutput]]
-    idempotency: IdempotencyValue = "unknown"
-    context: bool = False
-    agent_type: str | None = None
-    # The call's deadline in seconds (None: the loop's `timeout_s`, if any).
-    # Past it the loop stops waiting and answers the call as outcome unknown
-    # (D1); the step's calls not yet dispatched are answered not run (D2).
-    timeout_s: float | None = None
-    # A background subagent tool: the call returns an acknowledgement at once
-    # and the child's report arrives later (see `subagent_tool`).
-    background: bool = False
-    # The agent a subagent tool runs (background ones are revived with it).
-    spec: Any = None
-
-    def __post_init__(self) -> None:
-        msgspec.structs.force_setattr(self, "timeout_s", check_deadline(self.timeout_s))
-        check_idempotency(self.idempotency)
-
-
-class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """What runs an agent: its model and its tools, and the bounds of each turn.
-
-    `max_steps`, `max_tool_calls` and `max_turn_s` are the turn's budgets: a
-    turn that spends one ends `budget_exhausted`, its undispatched calls
-    answered not run (B1). `timeout_s` is the default deadline of each call.
-    """
-
-    model: Model
-    tools: Mapping[str, Tool]
-    max_steps: int = MAX_STEPS_PER_TURN
-    max_tool_calls: int | None = None
-    max_turn_s: float | None = None
-    timeout_s: float | None = None
-
-    def __post_init__(self) -> None:
-        # Refused here, where the mistake is made, rather than by the first
-        # run; and stored as the loop and the log use them.
-        budget = Budget(
-            max_steps=self.max_steps,
-            max_tool_calls=self.max_tool_calls,
-            max_turn_s=self.max_turn_s,
-        )
-        for name in ("max_steps", "max_tool_calls", "max_turn_s"):
-            msgspec.structs.force_setattr(self, name, getattr(budget, name))
-        msgspec.structs.force_setattr(self, "timeout_s", check_deadline(self.timeout_s))
-
-    def limits(self) -> dict[str, Any]:
-        """The keyword arguments of `run_turn` these bounds set."""
-        return {
-            "max_steps": self.max_steps,
-            "max_tool_calls": self.max_tool_calls,
-            "max_turn_s": self.max_turn_s,
-            "timeout_s": self.timeout_s,
-        }
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._\-]")
-
-
-def agent_id_for(agent_type: str, call_id: str) -> str:
-    """The agent id of the subagent a call runs: derived from the call id, so
-    a revived run finds the same child and never makes a new one."""
-    name = _UNSAFE.sub("_", f"{agent_type}-{call_id}").lstrip(".")
-    return name[:MAX_SESSION_ID_CHARS] or "agent"
-
-
-class Spawn(msgspec.Struct, frozen=True, kw_only=True):
-    """One subagent a call starts: its session, and what the parent records."""
-
-    agent_id: str
-    call_id: str
-    child: str
-    agent_type: str | None = None
-    label: str | None = None
-
-    @property
-    def spawned(self) -> ev.SubagentSpawned:
-        """Written on the parent before the child starts."""
-        return ev.SubagentSpawned(
-            agent_id=self.agent_id,
-            agent_type=self.agent_type,
-            label=self.label,
-            call_id=self.call_id,
-            child=self.child,
-        )
-
-    def child_options(self, parent: Log) -> dict[str, Any]:
-        """How the child's session is opened: created, in the parent's store and
-        durability, its header naming its agent and the spawning call."""
-        return {
-            "create": True,
-            "durability": parent.durability,
-            "agent": ev.Agent(id=self.agent_id, type=self.agent_type, label=self.label),
-            "spawned_by": ev.SpawnedBy(
-                session_id=parent.session_id, call_id=self.call_id, agent_id=self.agent_id
-            ),
-        }
-
-    def settled(self, reply: Reply | None) -> ev.SubagentSettled:
-        """Written on the parent when the child ends (`reply` None: it failed)."""
-        return ev.SubagentSettled(
-            agent_id=self.agent_id,
-            call_id=self.call_id,
-            child=self.child,
-            outcome="complete" if reply is not None else "error",
-            result=ev.content_text(reply.content) if reply is not None else None,
-        )
-
-
-class CallContext:
-    """What a running tool may know about its call: the call (its id is a
-    stable idempotency key across revivals), the session and the agent.
-    `log` is the parent's handle (a `Log`, or an `AsyncLog` in `turnlog.aio`)."""
-
-    def __init__(self, log: Any, call: ToolCall) -> None:
-        self.log = log
-        self.call = call
-
-    @property
-    def call_id(self) -> str:
-        return self.call.id
-
-    @property
-    def session_id(self) -> str:
-        session_id: str = self.log.session_id
-        return session_id
-
-    @property
-    def agent(self) -> ev.Agent | None:
-        header: ev.Session = self.log.header
-        return header.agent
-
-    def _spawn(self, agent_id: str, agent_type: str | None, label: str | None) -> Spawn:
-        return Spawn(
-            agent_id=agent_id,
-            call_id=self.call.id,
-            child=child_session_id(self.session_id, agent_id),
-            agent_type=agent_type,
-            label=label,
-        )
+__all__ = [
+    "MAX_STEPS_PER_TURN",
+    "AgentSpec",
+    "CallContext",
+    "Model",
+    "Reply",
+    "Spawn",
+    "Tool",
+    "ToolContext",
+    "ToolOutput",
+    "agent_id_for",
+    "already_delivered",
+    "call_deadline",
+    "check_deadline",
+    "continue_run",
+    "continue_tree",
+    "dispatch_options",
+    "join_background",
+    "joined_child",
+    "record_late",
+    "record_output",
+    "report_after_wait",
+    "run_agent_turn",
+    "run_turn",
+    "spec_for",
+    "subagent_request",
+    "subagent_tool",
+    "subagent_tool_running",
+    "task_wait_tool",
+]
 
 
 class ToolContext(CallContext):
@@ -296,21 +165,13 @@ def subagent_tool(
     """
 
     def run(context: ToolContext, **arguments: Any) -> Content:
-        task = arguments.get(task_argument, "")
-        agent_id = agent_id_for(agent_type, context.call_id)
+        agent_id, task = subagent_request(context, agent_type, task_argument, arguments)
         if background:
             return context.spawn_background(agent_id, task, agent, agent_type=agent_type)
         reply = context.spawn(agent_id, task, agent, agent_type=agent_type, max_steps=max_steps)
         return reply.content
 
-    return Tool(
-        run=run,
-        idempotency="unknown",
-        context=True,
-        agent_type=agent_type,
-        background=background,
-        spec=agent,
-    )
+    return subagent_tool_running(run, agent_type, agent, background)
 
 
 def task_wait_tool() -> Tool:
@@ -327,23 +188,11 @@ def task_wait_tool() -> Tool:
 
 def join_background(log: Log, agent_id: str) -> Content | background.Delivered:
     """What `task_wait` answers: the child's report once it settles, or why not."""
-    child = next((c for c in log.state.background if c.agent_id == agent_id), None)
-    if child is None:
-        known = ", ".join(c.agent_id for c in log.state.background) or "none"
-        raise UsageError(f"no background subagent {agent_id!r} (known: {known})")
-    if child.delivered is not None:
-        return f"The report of {agent_id} was already delivered (event {child.delivered})."
+    delivered = already_delivered(joined_child(log.state, agent_id))
+    if delivered is not None:
+        return delivered
     waited = background.wait_for_report(log, agent_id)
-    settled = next(c for c in log.state.background if c.agent_id == agent_id)
-    if settled.delivered is not None:
-        # A join past its deadline waits on in its thread while the loop goes
-        # on and injects the report: what it returns is then recorded late,
-        # and it says what became of the report rather than that the child
-        # is gone.
-        return background.meanwhile(settled)
-    if not waited:
-        raise UsageError(f"background subagent {agent_id!r} is not running in this process")
-    return background.Delivered(content=background.report_body(settled), delivers=agent_id)
+    return report_after_wait(joined_child(log.state, agent_id), waited)
 
 
 def run_turn(
@@ -424,34 +273,7 @@ def run_agent_turn(
 ) -> Reply:
     """`run_turn` with the model, tools and bounds of an `AgentSpec`;
     `options` override them (None values are ignored)."""
-    limits = agent.limits()
-    limits.update({key: value for key, value in options.items() if value is not None})
-    return run_turn(log, agent.model, agent.tools, user_text, **limits)
-
-
-def dispatch_options(
-    tool: Tool | None, call: ToolCall, timeout_s: float | None = None
-) -> dict[str, Any]:
-    """What a call's dispatch records: the tool's idempotency, for a subagent
-    tool the agent the call joins (and whether it runs in the background),
-    and the call's deadline."""
-    if tool is None:
-        return {"idempotency": None, "join": None}
-    join = agent_id_for(tool.agent_type, call.id) if tool.agent_type else None
-    options: dict[str, Any] = {"idempotency": tool.idempotency, "join": join}
-    if timeout_s is not None:
-        options["timeout_s"] = timeout_s
-    if tool.background:
-        options["background"] = True
-    return options
-
-
-def call_deadline(tool: Tool | None, default_s: float | None) -> float | None:
-    """A call's deadline: its tool's own, else the loop's. A background spawn
-    returns at once and needs none."""
-    if tool is None or tool.background:
-        return None
-    return tool.timeout_s if tool.timeout_s is not None else default_s
+    return run_turn(log, agent.model, agent.tools, user_text, **agent.limits(**options))
 
 
 def _run_calls(
@@ -475,18 +297,6 @@ def _run_calls(
                 log.append_many(behind, origin=Origin.DEADLINE.value, allow_undispatched=True)
             return None
     return None
-
-
-def record_late(log: Log, call: ToolCall, content: ToolOutput, is_error: bool) -> None:
-    """Record what a call answered D1 returned after all (never delivered)."""
-    if isinstance(content, background.Delivered):
-        # A join that got its report too late: the report itself stays
-        # undelivered, for the loop to inject; the record keeps its text.
-        content = content.content
-    # The session may be closed, or its process ending: the late output is
-    # then lost, which costs nothing, since it was never the call's answer.
-    with contextlib.suppress(TurnlogError):
-        log.append(late_result(call, content, is_error=is_error))
 
 
 def _run_call(log: Log, tool: Tool | None, call: ToolCall, timeout_s: float | None) -> bool:
@@ -524,38 +334,6 @@ def _run_call(log: Log, tool: Tool | None, call: ToolCall, timeout_s: float | No
         else:
             record_output(log, running, tool, output)
     return True
-
-
-def record_output(log: Log, running: Dispatch, tool: Tool, output: Any) -> None:
-    """A call's result: a background spawn's acknowledgement is marked
-    `background`, and a join tool's report names the child it delivers."""
-    call = running.call
-    if tool.background:
-        log.append(ev.ToolResult(call_id=call.id, name=call.name, content=output, background=True))
-        running.answered = True
-    elif isinstance(output, background.Delivered):
-        log.append(
-            ev.ToolResult(
-                call_id=call.id, name=call.name, content=output.content, delivers=output.delivers
-            )
-        )
-        running.answered = True
-    else:
-        running.result(output)
-
-
-def spec_for(tools: Mapping[str, Tool]) -> Callable[[ev.SubagentSpawned], AgentSpec | None]:
-    """The agent that revives a background child: that of the background
-    subagent tool of its type."""
-    by_type = {
-        tool.agent_type: tool.spec for tool in tools.values() if tool.background and tool.agent_type
-    }
-
-    def find(spawned: ev.SubagentSpawned) -> AgentSpec | None:
-        spec = by_type.get(spawned.agent_type) if spawned.agent_type else None
-        return spec if isinstance(spec, AgentSpec) else None
-
-    return find
 
 
 def _adopt_background(log: Log, tools: Mapping[str, Tool]) -> None:

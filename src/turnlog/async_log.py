@@ -1,0 +1,254 @@
+"""The asyncio writer handle: `AsyncLog` and `aopen`, appends run off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
+
+from turnlog import events as ev
+from turnlog.dispatch import Dispatch, begin_dispatch_with
+from turnlog.durability import Durability
+from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
+from turnlog.fold import Message
+from turnlog.log import Log
+from turnlog.log import open as open_log
+from turnlog.recovery import Plan
+from turnlog.stores import Store
+from turnlog.stores.holders import OPENED_AT, caller_site
+from turnlog.turns import Turn
+from turnlog.verdict import Verdict
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+class AsyncDispatch:
+    """A dispatched call in an async loop; `await result(...)` records its outcome."""
+
+    def __init__(self, log: AsyncLog, handle: Dispatch) -> None:
+        self._log = log
+        self._handle = handle
+        self.call = handle.call
+
+    @property
+    def answered(self) -> bool:
+        return self._handle.answered
+
+    @property
+    def handle(self) -> Dispatch:
+        return self._handle
+
+    def mark_answered(self) -> None:
+        """The call was answered by a result written outside this handle
+        (a deadline's D1), so the block's end must not answer it again."""
+        self._handle.answered = True
+
+    async def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
+        return await self._log._run(self._handle.result, content, is_error=is_error)
+
+
+class AsyncLog:
+    """A `Log` for asyncio programs.
+
+    Every append runs on one writer thread of its own, so an `fsync` never
+    blocks the event loop, and since that thread runs them one at a time in
+    the order they were awaited, the order of events is the order of calls.
+    """
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"turnlog-{log.session_id[:32]}"
+        )
+
+    async def _run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    def call_soon(self, fn: Callable[_P, Any], *args: _P.args, **kwargs: _P.kwargs) -> None:
+        """Queue `fn` on the writer thread without waiting for it (from a
+        callback that cannot await); dropped once the handle is closed."""
+        # RuntimeError: the closed handle's writer thread is gone.
+        with contextlib.suppress(RuntimeError):
+            self._executor.submit(functools.partial(fn, *args, **kwargs))
+
+    async def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run `fn` (which writes through the sync `Log`) on the writer thread,
+        in order with the appends awaited before it."""
+        return await self._run(fn, *args, **kwargs)
+
+    # -- what the sync handle knows ------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.log.session_id
+
+    @property
+    def store(self) -> Store:
+        return self.log.store
+
+    @property
+    def header(self) -> ev.Session:
+        return self.log.header
+
+    @property
+    def durability(self) -> Durability:
+        return self.log.durability
+
+    @property
+    def closed(self) -> bool:
+        return self.log.closed
+
+    def verdict(self) -> Verdict:
+        return self.log.verdict()
+
+    async def messages(self) -> tuple[Message, ...]:
+        """The transcript (the first call may read the whole log, off the loop)."""
+        return await self._run(lambda: self.log.messages)
+
+    # -- writing ----------------------------------------------------------------
+
+    async def append(self, data: P, **options: Any) -> Event[P]:
+        return await self._run(functools.partial(self.log.append, data, **options))
+
+    async def append_many(self, items: Sequence[EventData], **options: Any) -> list[Event]:
+        return await self._run(self.log.append_many, items, **options)
+
+    async def system(self, content: Content) -> Event[ev.SystemMessage]:
+        return await self._run(self.log.system, content)
+
+    async def user(self, content: Content, *, injected: str | None = None) -> Event[ev.UserMessage]:
+        return await self._run(self.log.user, content, injected=injected)
+
+    async def assistant(
+        self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
+    ) -> Event[ev.AssistantMessage]:
+        return await self._run(self.log.assistant, content, tool_calls)
+
+    async def recover(self) -> Plan:
+        return await self._run(self.log.recover)
+
+    async def sync(self) -> None:
+        await self._run(self.log.sync)
+
+    @asynccontextmanager
+    async def turn(self, *, resume: bool = False) -> AsyncIterator[Turn]:
+        """As `Log.turn`: a raising block closes the turn honestly."""
+        turn = await self._run(self.log.begin_turn, resume=resume)
+        try:
+            yield turn
+        except BaseException as exc:
+            await asyncio.shield(self._run(self.log.fail_turn, exc))
+            raise
+        else:
+            await self._run(self.log.end_turn, turn)
+
+    @asynccontextmanager
+    async def step(self) -> AsyncIterator[int]:
+        number = await self._run(self.log.begin_step)
+        try:
+            yield number
+        except BaseException as exc:
+            await asyncio.shield(self._run(self.log.fail_step, exc))
+            raise
+        await self._run(self.log.end_step)
+
+    @asynccontextmanager
+    async def dispatch(
+        self, call: ToolCall, *, idempotency: IdempotencyValue | None = None, **options: Any
+    ) -> AsyncIterator[AsyncDispatch]:
+        """Write `tool_dispatch` durably (off the loop) before the block runs the tool.
+        `options` are the dispatch's other fields (`join`, `timeout_s`, `background`)."""
+        fields = {"idempotency": idempotency, **options}
+        handle = await self._run(begin_dispatch_with, self.log, call, fields)
+        try:
+            yield AsyncDispatch(self, handle)
+        except BaseException as exc:
+            # Shielded: a cancelled tool still gets its honest result.
+            await asyncio.shield(self._run(self.log.end_dispatch, handle, exc))
+            raise
+        else:
+            await self._run(self.log.end_dispatch, handle, None)
+
+    async def close(self) -> None:
+        try:
+            await self._run(self.log.close)
+        finally:
+            self._executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> AsyncLog:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<turnlog.AsyncLog {self.session_id!r}>"
+
+
+class Opening(Awaitable[AsyncLog]):
+    """What `aopen` returns: await it for the `AsyncLog`, or use it as
+    `async with turnlog.aopen(...) as log:`, which closes the log at the end."""
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Store,
+        session_id: str | None,
+        options: dict[str, Any],
+        site: str | None,
+    ) -> None:
+        self._target = target
+        self._session_id = session_id
+        self._options = options
+        self._site = site
+        self._log: AsyncLog | None = None
+
+    async def _open(self) -> AsyncLog:
+        # The open runs on a worker thread, where no frame of the program is
+        # left: the line that called `aopen` goes with it (asyncio copies the
+        # context), for the refusal a second handle on the session gets.
+        token = OPENED_AT.set(self._site)
+        try:
+            log = await asyncio.to_thread(open_log, self._target, self._session_id, **self._options)
+        finally:
+            OPENED_AT.reset(token)
+        return AsyncLog(log)
+
+    def __await__(self) -> Generator[Any, None, AsyncLog]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> AsyncLog:
+        self._log = await self._open()
+        return self._log
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._log is not None:
+            await self._log.close()
+
+
+def aopen(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None = None,
+    **options: Any,
+) -> Opening:
+    """`turnlog.open` for asyncio: opens off the event loop. Use it as
+    `async with turnlog.aopen(path) as log:` (closed at the end), or
+    `log = await turnlog.aopen(path)` and close it yourself."""
+    return Opening(target, session_id, options, caller_site())
