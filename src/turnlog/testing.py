@@ -501,6 +501,54 @@ class StoreContract:
         assert verdicts[0] == verdicts[1]
         assert verdicts[0] == msgspec.structs.replace(turnlog.verdict(LOG), session=None)
 
+    def test_every_read_fast_path_answers_as_its_default(self, store: Store) -> None:
+        # Each override of a `Store` default (streaming, backward, header,
+        # tail, scan, children, sweep candidates) must answer as the default
+        # answers, the default being written on `read` and `sessions` alone.
+        self.populate(store)
+        closed = [
+            msgspec.structs.replace(event, data=ev.Session(session_id="s2", created_at=_TS))
+            if event.seq == 0
+            else event
+            for event in LOG[:8]
+        ]
+        self.populate(store, closed)
+        child_header = Event(
+            seq=0,
+            data=ev.Session(
+                session_id="s1.agents/w",
+                created_at=_TS,
+                spawned_by=ev.SpawnedBy(session_id="s1"),
+            ),
+            ts=_TS,
+        )
+        store.create(child_header).close()
+        for session_id in store.sessions():
+            events = store.read(session_id)
+            assert list(store.iter_events(session_id)) == list(Store.iter_events(store, session_id))
+            assert list(store.iter_newest_first(session_id)) == events[::-1]
+            assert store.read_header(session_id) == Store.read_header(store, session_id)
+            # What a tail decides by; how many bytes it read is the store's own.
+            fast_tail, default_tail = (
+                store.read_tail(session_id),
+                Store.read_tail(store, session_id),
+            )
+            assert (fast_tail.header, fast_tail.events, fast_tail.revivals_before) == (
+                default_tail.header,
+                default_tail.events,
+                default_tail.revivals_before,
+            )
+            assert fast_tail.verdict() == default_tail.verdict()
+            assert store.scan(session_id) == Store.scan(store, session_id)
+            assert store.read(session_id, 5) == events[5:]
+            assert store.children(session_id) == Store.children(store, session_id)
+        # An index of open turns may leave out closed sessions, never an open one.
+        candidates = store.sweep_candidates()
+        assert set(candidates) <= set(Store.sweep_candidates(store))
+        assert candidates == sorted(candidates)
+        assert "s1" in candidates
+        assert store.children("s1") == ["s1.agents/w"]
+
     #: False for a store another process cannot open (the memory store).
     process_safe = True
 
