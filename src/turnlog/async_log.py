@@ -178,10 +178,20 @@ class AsyncLog:
             await self._run(self.log.end_dispatch, handle, None)
 
     async def close(self) -> None:
+        """Sync what is not yet durable and release the lock. Idempotent.
+
+        The close runs on the writer thread after what was queued before it,
+        and a cancelled caller (an event loop shutting down cancels its tasks)
+        still closes: a close left queued and cancelled would keep the
+        session's lock for the rest of the process.
+        """
         try:
-            await self._run(self.log.close)
-        finally:
-            self._executor.shutdown(wait=False)
+            closing = self._executor.submit(self.log.close)
+        except RuntimeError:  # the writer thread is gone: closed before
+            self.log.close()
+            return
+        self._executor.shutdown(wait=False)
+        await asyncio.shield(asyncio.wrap_future(closing))
 
     async def __aenter__(self) -> AsyncLog:
         return self

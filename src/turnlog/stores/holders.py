@@ -16,7 +16,7 @@ from turnlog.errors import SessionHeldHereError
 # turnlog's own modules, whose frames are never "where the writer was opened",
 # except its public test suite, whose calls are a user's.
 _PACKAGE: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_TEST_SUITE: Final = _PACKAGE + "testing.py"
+_TEST_SUITE: Final = os.path.join(_PACKAGE + "testing", "")
 
 
 @functools.cache
@@ -41,7 +41,7 @@ OPENED_AT: ContextVar[str | None] = ContextVar("turnlog_opened_at", default=None
 
 def _skipped(filename: str) -> bool:
     if filename.startswith(_PACKAGE):
-        return filename != _TEST_SUITE
+        return not filename.startswith(_TEST_SUITE)
     if filename.startswith("<frozen "):
         return True
     stdlib, installed = _library_dirs()

@@ -21,7 +21,6 @@ from turnlog.stores.base import (
     check_contiguous,
     open_turn_change,
     seq_conflict,
-    validate_header,
     validate_session_id,
 )
 from turnlog.stores.jsonl_record import encode_line
@@ -403,52 +402,6 @@ class PostgresStore(SQLStore):
 
     # -- writing -------------------------------------------------------------------
 
-    def _writer(
-        self,
-        connection: psycopg.Connection[Any],
-        session_id: str,
-        *,
-        next_seq: int,
-        tail: Tail | None = None,
-    ) -> _PostgresWriter:
-        return _PostgresWriter(
-            connection,
-            url=self.url,
-            session_id=session_id,
-            next_seq=next_seq,
-            stored_next_seq=lambda: self._next_seq(session_id),
-            tail=tail,
-        )
-
-    def create(self, header: Event) -> StoreWriter:
-        session_id = validate_header(header)
-        site = holders.caller_site()
-        connection = self._take_lock(session_id, force=False)
-        writer = self._writer(connection, session_id, next_seq=1)
-        line = encode_line(header).decode()
-        try:
-            with connection.transaction():
-                # `next_seq` (NOT NULL in databases of every version) is no
-                # longer kept: the events are the truth for it.
-                inserted = connection.execute(
-                    "INSERT INTO turnlog_sessions (session_id, next_seq) "
-                    "VALUES (%s, 0) ON CONFLICT DO NOTHING RETURNING 1",
-                    (session_id,),
-                ).fetchone()
-                if inserted is None:
-                    raise SessionExistsError(f"session {session_id!r} already exists in {self.url}")
-                connection.execute(
-                    "INSERT INTO turnlog_events (session_id, seq, line, record) "
-                    "VALUES (%s, 0, %s, %s::jsonb)",
-                    (session_id, line, _record(line)),
-                )
-        except BaseException as exc:
-            writer.close()
-            if isinstance(exc, _driver().Error):
-                raise _translate(exc, "create a session in", self.url) from exc
-            raise
-        return writer.hold(self._held_key(session_id), site)
-
     def _lock_session(self, session_id: str, *, force: bool) -> psycopg.Connection[Any]:
         return self._take_lock(session_id, force=force)
 
@@ -466,10 +419,22 @@ class PostgresStore(SQLStore):
     def _open_writer(
         self, lock: psycopg.Connection[Any], session_id: str, *, next_seq: int, tail: Tail | None
     ) -> StoreWriter:
-        return self._writer(lock, session_id, next_seq=next_seq, tail=tail)
+        return _PostgresWriter(
+            lock,
+            url=self.url,
+            session_id=session_id,
+            next_seq=next_seq,
+            stored_next_seq=lambda: self._next_seq(session_id),
+            tail=tail,
+        )
 
     def _write_whole(
-        self, lock: psycopg.Connection[Any], session_id: str, batches: Iterator[list[Event]]
+        self,
+        lock: psycopg.Connection[Any],
+        session_id: str,
+        batches: Iterator[list[Event]],
+        *,
+        action: str,
     ) -> None:
         open_turn: int | None = None
         try:
@@ -498,7 +463,7 @@ class PostgresStore(SQLStore):
                         (open_turn, session_id),
                     )
         except _driver().Error as exc:
-            raise _translate(exc, "write a session to", self.url) from exc
+            raise _translate(exc, action, self.url) from exc
 
     def _next_seq(self, session_id: str) -> int:
         """The seq the next append takes: the events are the truth (the

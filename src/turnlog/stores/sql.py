@@ -20,6 +20,7 @@ from turnlog.stores.base import (
     check_contiguous,
     first_of_session,
     validate_check,
+    validate_header,
 )
 from turnlog.stores.rows import decode_row, refuse_gap
 from turnlog.tail import Tail
@@ -140,9 +141,27 @@ class SQLStore(Store):
         """The seq the next append takes: the events are the truth."""
 
     @abc.abstractmethod
-    def _write_whole(self, lock: Any, session_id: str, batches: Iterator[list[Event]]) -> None:
+    def _write_whole(
+        self, lock: Any, session_id: str, batches: Iterator[list[Event]], *, action: str
+    ) -> None:
         """The session row and every batch of events in one transaction;
-        `SessionExistsError` when the session is there already."""
+        `SessionExistsError` when the session is there already. `action`
+        words a driver error ("create a session in")."""
+
+    def create(self, header: Event) -> StoreWriter:
+        """The session row and its header in one transaction, under the
+        session's lock, which the returned writer keeps."""
+        session_id = validate_header(header)
+        self.init()
+        site = holders.caller_site()
+        lock = self._lock_session(session_id, force=False)
+        try:
+            self._write_whole(lock, session_id, iter([[header]]), action="create a session in")
+            writer = self._open_writer(lock, session_id, next_seq=1, tail=None)
+        except BaseException:
+            self._release_lock(lock)
+            raise
+        return writer.hold(self._held_key(session_id, lock), site)
 
     def writer(self, session_id: str, *, force: bool = False, check: str = "full") -> StoreWriter:
         validate_check(check)
@@ -184,7 +203,7 @@ class SQLStore(Store):
 
         lock = self._lock_session(session_id, force=False)
         try:
-            self._write_whole(lock, session_id, checked())
+            self._write_whole(lock, session_id, checked(), action="write a session to")
         finally:
             self._release_lock(lock)
         return count

@@ -26,7 +26,6 @@ from turnlog.stores.base import (
     check_contiguous,
     open_turn_change,
     seq_conflict,
-    validate_header,
     validate_session_id,
 )
 from turnlog.stores.jsonl_record import encode_line
@@ -83,7 +82,6 @@ class _SQLiteWriter(StoreWriter):
         lock_fd: int,
         next_seq: int,
         stored_next_seq: Callable[[], int],
-        synchronous: str | None = None,
         tail: Tail | None = None,
     ) -> None:
         super().__init__(tail=tail)
@@ -93,7 +91,8 @@ class _SQLiteWriter(StoreWriter):
         self._lock_fd: int | None = lock_fd
         self._next_seq = next_seq
         self._stored_next_seq = stored_next_seq
-        self._synchronous = synchronous
+        # The connection's `synchronous` setting, set on the first append.
+        self._synchronous: str | None = None
         self._poisoned: BaseException | None = None
 
     @property
@@ -339,67 +338,6 @@ class SQLiteStore(SQLStore):
 
     # -- writing -------------------------------------------------------------------
 
-    def create(self, header: Event) -> StoreWriter:
-        session_id = validate_header(header)
-        self._ready(create=True)
-        site = holders.caller_site()
-        lock_fd = self._take_lock(session_id)
-        try:
-            connection = self._connect()
-            try:
-                connection.execute("PRAGMA synchronous=FULL")
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    # `next_seq` (NOT NULL in databases of every version) is
-                    # no longer kept: the events are the truth for it.
-                    connection.execute(
-                        "INSERT INTO sessions (session_id, next_seq) VALUES (?, 0)", (session_id,)
-                    )
-                    connection.execute(
-                        "INSERT INTO events (session_id, seq, line) VALUES (?, 0, ?)",
-                        (session_id, encode_line(header)),
-                    )
-                except sqlite3.IntegrityError:
-                    connection.rollback()
-                    raise SessionExistsError(
-                        f"session {session_id!r} already exists in {self.url}"
-                    ) from None
-                except BaseException:
-                    connection.rollback()
-                    raise
-                connection.commit()
-            except BaseException as exc:
-                connection.close()
-                if isinstance(exc, sqlite3.Error):
-                    raise translate(exc, "create a session in", self.url) from exc
-                raise
-        except BaseException:
-            os.close(lock_fd)
-            raise
-        writer = self._writer(connection, session_id, lock_fd, next_seq=1, synchronous="FULL")
-        return writer.hold(holders.file_key(lock_fd), site)
-
-    def _writer(
-        self,
-        connection: sqlite3.Connection,
-        session_id: str,
-        lock_fd: int,
-        *,
-        next_seq: int,
-        synchronous: str | None = None,
-        tail: Tail | None = None,
-    ) -> _SQLiteWriter:
-        return _SQLiteWriter(
-            connection,
-            url=self.url,
-            session_id=session_id,
-            lock_fd=lock_fd,
-            next_seq=next_seq,
-            stored_next_seq=lambda: self._next_seq(session_id),
-            synchronous=synchronous,
-            tail=tail,
-        )
-
     def _lock_session(self, session_id: str, *, force: bool) -> int:
         # `force` writes beside a stuck holder: the lock file is opened, not taken.
         return self._lock_file(session_id) if force else self._take_lock(session_id)
@@ -413,9 +351,19 @@ class SQLiteStore(SQLStore):
     def _open_writer(
         self, lock: int, session_id: str, *, next_seq: int, tail: Tail | None
     ) -> StoreWriter:
-        return self._writer(self._connect(), session_id, lock, next_seq=next_seq, tail=tail)
+        return _SQLiteWriter(
+            self._connect(),
+            url=self.url,
+            session_id=session_id,
+            lock_fd=lock,
+            next_seq=next_seq,
+            stored_next_seq=lambda: self._next_seq(session_id),
+            tail=tail,
+        )
 
-    def _write_whole(self, lock: int, session_id: str, batches: Iterator[list[Event]]) -> None:
+    def _write_whole(
+        self, lock: int, session_id: str, batches: Iterator[list[Event]], *, action: str
+    ) -> None:
         connection = self._open()
         try:
             connection.execute("PRAGMA synchronous=FULL")
@@ -427,7 +375,7 @@ class SQLiteStore(SQLStore):
                 raise
             connection.commit()
         except sqlite3.Error as exc:
-            raise translate(exc, "write a session to", self.url) from exc
+            raise translate(exc, action, self.url) from exc
         finally:
             connection.close()
 
