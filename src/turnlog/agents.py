@@ -1,5 +1,4 @@
-"""What an agent is made of: the model's `Reply`, the `Tool`s it may call, and
-the `AgentSpec` that bounds its turns (for either reference loop)."""
+"""What an agent is made of: the model's `Reply`, its `Tool`s, the `AgentSpec` bounding a turn."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The asyncio twin of the reference loop (`arun_turn`), and the asyncio API:
-the handle (`AsyncLog`, `aopen`) lives in `turnlog.async_log`, the background
-children's tasks in `turnlog.async_background`; both are imported from here too."""
+"""The asyncio API: the async reference loop (`arun_turn`), and the names of its parts.
+
+The handle (`AsyncLog`, `aopen`) lives in `turnlog.async_log`, the background
+children's tasks in `turnlog.async_background`; both are imported from here too.
+"""
 
 from __future__ import annotations
 

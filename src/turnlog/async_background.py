@@ -1,5 +1,4 @@
-"""Background subagents of the asyncio loop: children run as tasks of the event
-loop, their ends recorded on the parent, and the wait for their reports."""
+"""Background children of the asyncio loop: run as tasks, settled on the parent, waited for."""
 
 from __future__ import annotations
 

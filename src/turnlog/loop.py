@@ -3,7 +3,8 @@
 Its parts shared with the asyncio twin (`turnlog.aio`) have modules of their
 own: `turnlog.agents` (tools and specs), `turnlog.subagents` (children and
 joins), `turnlog.tool_calls` (one call's dispatch and result); their names
-are imported from here too."""
+are imported from here too.
+"""
 
 from __future__ import annotations
 

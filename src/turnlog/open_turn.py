@@ -1,5 +1,4 @@
-"""The open turn: its steps and the calls it asked for or dispatched, as the
-fold builds them and as it hands them out (frozen). Pure."""
+"""The open turn and its calls, as the fold builds them and hands them out (frozen). Pure."""
 
 from __future__ import annotations
 

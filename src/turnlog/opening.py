@@ -1,5 +1,7 @@
-"""Opening a session for writing: find or create it, take its writer lock, and
-fold what a writer needs (`turnlog.open` makes the handle from this)."""
+"""Opening a session for writing: find or create it, take its lock, fold its tail.
+
+`turnlog.open` (in `turnlog.log`) makes the handle from what this returns.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What the fold hands out: transcript entries, background children and the
-session state. Pure."""
+"""The fold's output types: transcript entries, background children, session state. Pure."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Subagents in either reference loop: a child's id and session, what its parent
-records, the shape of a subagent tool, and what a join answers."""
+"""Subagents in either loop: a child's id and session, what the parent records, what a join says."""
 
 from __future__ import annotations
 

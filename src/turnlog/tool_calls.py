@@ -1,5 +1,4 @@
-"""One tool call in either reference loop: what its dispatch records, its
-deadline, and how its output (or a late one) is recorded."""
+"""One tool call in either loop: what its dispatch records, its deadline, how its output is kept."""
 
 from __future__ import annotations
 

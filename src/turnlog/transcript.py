@@ -1,5 +1,4 @@
-"""The transcript as the fold keeps it: where a late result goes, and what a
-compaction leaves. Pure."""
+"""The transcript's rules: where a late result goes, and what a compaction leaves. Pure."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Turns and steps of a writer handle: their start and end, and the honest
-close of a block that raised."""
+"""Turns and steps of a writer: begin and end them, and close honestly what a raising block left."""
 
 from __future__ import annotations
 
