@@ -12,6 +12,8 @@ from turnlog.events import Content, Event, IdempotencyValue, Origin, ToolCall
 from turnlog.recovery import unwind_result
 from turnlog.turns import describe_exception
 
+# These are the handle's own rules, kept apart by concept: they read and
+# change its private state under its lock, as its methods did.
 if TYPE_CHECKING:
     from turnlog.log import Log
 

@@ -11,6 +11,8 @@ from turnlog.errors import TurnlogError, UsageError, WriteOrderError
 from turnlog.events import TurnEndReason
 from turnlog.recovery import unwind_events
 
+# These are the handle's own rules, kept apart by concept: they read and
+# change its private state under its lock, as its methods did.
 if TYPE_CHECKING:
     from turnlog.log import Log
 
