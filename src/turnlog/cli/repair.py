@@ -22,7 +22,6 @@ from turnlog.cli._common import (
 )
 from turnlog.errors import UsageError
 from turnlog.stores import existing_store, resolve_session
-from turnlog.triage import recover
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,6 +42,8 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
 
     A torn tail is moved to a sidecar file first. Running it again appends nothing.
     """
+    from turnlog.triage import recover
+
     store, session_id = resolve_session(session, store_url)
     recovery = recover(store, session_id, force=force)
     repairs, torn = recovery.plan, recovery.torn_tail

@@ -26,7 +26,6 @@ from turnlog.cli._common import (
 )
 from turnlog.errors import UsageError
 from turnlog.stores import existing_store, resolve_session
-from turnlog.triage import inspect, plan_stored
 
 
 @click.command("ls")
@@ -51,6 +50,8 @@ def ls_command(store_url: str | None, limit: int | None, after: str | None, as_j
 
     Sessions come in id order; --limit and --after page through a large store.
     """
+    from turnlog.triage import inspect
+
     store = existing_store(store_url)
     ids = [sid for sid in store.sessions() if after is None or sid > after]
     more = limit is not None and len(ids) > limit
@@ -91,6 +92,8 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
 
     Exits 3 when the session is unreadable or corrupt, else 0.
     """
+    from turnlog.triage import inspect
+
     store, session_id = resolve_session(session, store_url)
     found = inspect(store, session_id, max_revivals=max_revivals)
     if as_json:
@@ -120,6 +123,8 @@ def plan_command(session: str, store_url: str | None, check: bool, as_json: bool
     Reads only the tail, as `recover` does. Exits 4 while a live writer holds
     the session: its open turn is work in progress, not a crash.
     """
+    from turnlog.triage import plan_stored
+
     store, session_id = resolve_session(session, store_url)
     repairs = plan_stored(store, session_id)
     if as_json:
