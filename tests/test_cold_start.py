@@ -51,6 +51,7 @@ NEVER_ON_THE_PATH = (
     "turnlog.stores.memory",
     "turnlog.sniff",
     # The other commands' modules, and what they alone use.
+    "turnlog.cli.records",
     "turnlog.cli.repair",
     "turnlog.cli.transfer",
     "turnlog.cli.stores",
