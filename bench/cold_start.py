@@ -186,8 +186,8 @@ dependencies and does nothing else. The CPU columns are the same processes'
 user + system time, which another load on a shared machine disturbs least;
 the load average below says how shared it was. The floors in between split
 the cost: the event types, the rest of the library's inspect path, and the
-command line (click building every command's options, then parsing and
-running this one).
+command line (the group and the invoked command's module, which click
+builds, then parses the arguments and runs the command).
 
 {chr(10).join(lines)}
 """

@@ -43,6 +43,24 @@ NEVER_ON_THE_PATH = (
     "turnlog.stores.postgres",
     "sqlite3",
     "secrets",
+    # The store's other parts: the whole-file scanner, the writer, the
+    # sidecar, the in-memory store and the foreign-file sniffer.
+    "turnlog.stores.jsonl.forward",
+    "turnlog.stores.jsonl.writer",
+    "turnlog.stores.sidecar",
+    "turnlog.stores.memory",
+    "turnlog.sniff",
+    # The other commands' modules, and what they alone use.
+    "turnlog.cli.records",
+    "turnlog.cli.repair",
+    "turnlog.cli.transfer",
+    "turnlog.cli.stores",
+    "turnlog.cli.foreign",
+    "turnlog.cli.demo",
+    "turnlog.rescue",
+    "turnlog.verify",
+    "turnlog.fork",
+    "turnlog.demo",
 )
 
 
@@ -67,7 +85,37 @@ def test_inspect_json_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
     )
     assert loaded == []
     # The path itself is still there: the check above is not vacuous.
-    assert {"turnlog.triage", "turnlog.stores.jsonl", "msgspec", "click"} <= modules
+    assert {
+        "turnlog.triage",
+        "turnlog.stores.jsonl",
+        "turnlog.cli.sessions",
+        "msgspec",
+        "click",
+    } <= modules
+
+
+def test_every_command_is_in_the_lazy_table_and_loads_from_it() -> None:
+    # The group lists the table's names without importing a command's module;
+    # each name then resolves to the command of that name, with its example.
+    program = """
+import sys
+import click
+from turnlog.cli import COMMANDS, EXAMPLES, main
+names = main.list_commands(click.Context(main))
+assert not [m for m in sys.modules if m.startswith("turnlog.cli.")], sorted(sys.modules)
+for name in names:
+    command = main.get_command(click.Context(main), name)
+    assert command is not None and command.name == name, name
+    if not isinstance(command, click.Group):
+        assert EXAMPLES[name] in (command.epilog or ""), name
+assert names == sorted(COMMANDS) == sorted(main.commands)
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
 
 
 def test_import_turnlog_alone_loads_no_submodule() -> None:

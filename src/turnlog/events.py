@@ -1,6 +1,8 @@
 """The event vocabulary (format 1): typed payloads, the envelope, and their JSON codec."""
 
-from __future__ import annotations
+# Annotations here are evaluated when each class is made, not kept as strings:
+# msgspec reads every field's type when the decoders are built at import, and
+# objects cost it less to read than strings to evaluate.
 
 import enum
 import re
@@ -370,7 +372,9 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _envelope_decoder: Final = msgspec.json.Decoder(_Envelope)
-_data_decoders: Final = {name: msgspec.json.Decoder(cls) for name, cls in VOCABULARY.items()}
+# A payload's own decoder is built the first time the careful path decodes
+# that type: a reader whose records all take the one-pass path never builds any.
+_data_decoders: Final[dict[str, msgspec.json.Decoder[Any]]] = {}
 _custom_decoder: Final = msgspec.json.Decoder(dict[str, Any])
 _encoder: Final = msgspec.json.Encoder()
 
@@ -435,8 +439,9 @@ def encode_event(event: Event) -> bytes:
     return bytes(buffer)
 
 
-_JSON_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_EMPTY_PAIR: Final = re.compile(rb"\[\]|\{\}")
+# Compiled on first use (`re` keeps them): most records never need the count.
+_JSON_STRING: Final = rb'"(?:[^"\\]|\\.)*"'
+_EMPTY_PAIR: Final = rb"\[\]|\{\}"
 _NOT_BRACKETS: Final = bytes(set(range(256)) - set(b"[]{}"))
 
 
@@ -449,9 +454,11 @@ def nesting_exceeds(record: bytes | bytearray, limit: int) -> bool:
     """
     if record.count(b"[") + record.count(b"{") <= limit:
         return False
-    brackets = _JSON_STRING.sub(b"", bytes(record)).translate(None, _NOT_BRACKETS)
+    json_string = re.compile(_JSON_STRING, re.DOTALL)
+    empty_pair = re.compile(_EMPTY_PAIR)
+    brackets = json_string.sub(b"", bytes(record)).translate(None, _NOT_BRACKETS)
     for _ in range(limit):
-        brackets, removed = _EMPTY_PAIR.subn(b"", brackets)
+        brackets, removed = empty_pair.subn(b"", brackets)
         if not brackets:
             return False
         if not removed:
@@ -462,6 +469,8 @@ def nesting_exceeds(record: bytes | bytearray, limit: int) -> bool:
 def decode_data(type_name: str, raw: bytes | msgspec.Raw, *, line: int | None = None) -> EventData:
     """Decode a payload of a known type name; `x_*` types become `Custom`."""
     decoder = _data_decoders.get(type_name)
+    if decoder is None and type_name in VOCABULARY:
+        decoder = _data_decoders[type_name] = msgspec.json.Decoder(VOCABULARY[type_name])
     try:
         if decoder is not None:
             return cast(EventData, decoder.decode(raw))

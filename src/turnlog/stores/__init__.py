@@ -17,9 +17,9 @@ from turnlog.stores.base import (
     validate_session_id,
 )
 from turnlog.stores.jsonl import SUFFIX, JSONLStore
-from turnlog.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
+    from turnlog.stores.memory import MemoryStore
     from turnlog.stores.sqlite import SQLiteStore
 
 __all__ = [
@@ -44,12 +44,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The SQLite store (sqlite3, its URL parsing) is imported on first use: a
-    # command on a JSONL session never loads it.
+    # The SQLite store (sqlite3, its URL parsing) and the in-memory store are
+    # imported on first use: a command on a JSONL session loads neither.
     if name == "SQLiteStore":
         from turnlog.stores.sqlite import SQLiteStore
 
         return SQLiteStore
+    if name == "MemoryStore":
+        from turnlog.stores.memory import MemoryStore
+
+        return MemoryStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from turnlog.damage import Scan
 from turnlog.stores.jsonl.backward import TAIL_BLOCK_BYTES
-from turnlog.stores.jsonl.forward import READ_BLOCK_BYTES, scan_file, scan_lines
 from turnlog.stores.jsonl.head import HEADER_START, Head
 from turnlog.stores.jsonl.store import MAX_PATH_BYTES, SUFFIX, JSONLStore
 from turnlog.stores.locks import LOCK_RETRY_S, lock_pid
+
+if TYPE_CHECKING:
+    from turnlog.stores.jsonl.forward import READ_BLOCK_BYTES, scan_file, scan_lines
 
 __all__ = [
     "HEADER_START",
@@ -23,3 +27,12 @@ __all__ = [
     "scan_file",
     "scan_lines",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The whole-file scanner is imported on first use: reading a tail never loads it.
+    if name in ("READ_BLOCK_BYTES", "scan_file", "scan_lines"):
+        from turnlog.stores.jsonl import forward
+
+        return getattr(forward, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

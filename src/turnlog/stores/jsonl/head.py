@@ -15,7 +15,6 @@ from turnlog.errors import (
     UnreadableRecordError,
 )
 from turnlog.events import FORMAT_VERSION, MAX_LINE_BYTES, Event
-from turnlog.sniff import foreign_hint
 from turnlog.stores.jsonl_record import (
     check_crc,
     decode_line,
@@ -119,6 +118,9 @@ def read_head(fd: int, path: str, end: int) -> Head:
 
 
 def not_ours(path: str, first_line: bytes) -> NoReturn:
+    # The sniffer names what the file is instead: needed only on this refusal.
+    from turnlog.sniff import foreign_hint
+
     if first_line.startswith(BOM):
         what = "starts with a byte-order mark, and a turnlog session starts with its header"
     else:

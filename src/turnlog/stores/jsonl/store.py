@@ -8,7 +8,7 @@ import itertools
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 from turnlog.damage import Problem, Scan, TornTail
 from turnlog.errors import (
@@ -38,16 +38,19 @@ from turnlog.stores.base import (
 )
 from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
 from turnlog.stores.jsonl.backward import read_tail
-from turnlog.stores.jsonl.forward import LINE_BUFFER_BYTES, Scanner, scan_fd
 from turnlog.stores.jsonl.head import Head, read_head
 from turnlog.stores.jsonl.oserrors import closed_on_error, exists_at, kind_of, translate
-from turnlog.stores.jsonl.writer import JSONLWriter
 from turnlog.stores.jsonl_record import (
     encode_line,
 )
 from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
-from turnlog.stores.sidecar import move_torn_tail
 from turnlog.tail import Tail
+
+if TYPE_CHECKING:
+    from turnlog.stores.jsonl.writer import JSONLWriter
+
+# The whole-file scanner, the writer and the sidecar are imported by the
+# methods that use them: reading a session's tail loads none of them.
 
 SUFFIX: Final = ".jsonl"
 # Longer directory paths are refused up front (Linux's PATH_MAX), so a
@@ -195,6 +198,8 @@ class JSONLStore(Store):
                     problems=[Problem(message="no complete session header", offset=0)],
                     torn=TornTail(offset=0, size_bytes=end) if end else None,
                 )
+            from turnlog.stores.jsonl.forward import LINE_BUFFER_BYTES, Scanner
+
             scanner = Scanner(checksummed=head.checksummed)
             with os.fdopen(os.dup(fd), "rb", buffering=LINE_BUFFER_BYTES) as f:
                 f.seek(0)
@@ -237,6 +242,8 @@ class JSONLStore(Store):
                     f"{self.path(session_id)} holds no complete session header: a crash cut "
                     "its creation short"
                 )
+            from turnlog.stores.jsonl.forward import LINE_BUFFER_BYTES, Scanner
+
             scanner = Scanner(checksummed=head.checksummed)
             with os.fdopen(os.dup(fd), "rb", buffering=LINE_BUFFER_BYTES) as f:
                 f.seek(0)
@@ -391,6 +398,8 @@ class JSONLStore(Store):
                 return self._create_again(header, session_id, dir_fd, site)
             except OSError as exc:
                 raise translate(exc, "create", path) from exc
+            from turnlog.stores.jsonl.writer import JSONLWriter
+
             writer = JSONLWriter(self.io, fd, path, size_bytes=0, next_seq=0)
             try:
                 self._lock(fd, session_id)
@@ -479,6 +488,8 @@ class JSONLStore(Store):
             torn = None
             if end:
                 torn = self._quarantine(fd, session_id, TornTail(offset=0, size_bytes=end))
+            from turnlog.stores.jsonl.writer import JSONLWriter
+
             writer = JSONLWriter(self.io, fd, path, size_bytes=0, next_seq=0, torn=torn)
             writer.append([header], expected_seq=0, sync=True)
             self.io.fsync_dir(dir_fd)
@@ -488,6 +499,9 @@ class JSONLStore(Store):
         path = self.path(session_id)
         validate_check(check)
         site = None if force else holders.caller_site()
+        from turnlog.stores.jsonl.forward import scan_fd
+        from turnlog.stores.jsonl.writer import JSONLWriter
+
         fd = self._open_file(session_id, os.O_RDWR | os.O_APPEND)
         with closed_on_error(fd, "open", path):
             if not force:
@@ -533,6 +547,8 @@ class JSONLStore(Store):
         a second try writes another sidecar rather than overwrite one. A
         sidecar that could not be written whole is removed again.
         """
+        from turnlog.stores.sidecar import move_torn_tail
+
         dir_fd = self._dir_fd(session_id)
         try:
             name = move_torn_tail(fd, dir_fd, self.filename(session_id), torn, io=self.io)

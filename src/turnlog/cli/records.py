@@ -1,0 +1,173 @@
+"""Commands that read every record of a session: `show` and `verify`."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import sys
+from collections.abc import Iterable, Iterator
+
+import click
+
+from turnlog import events as ev
+from turnlog.cli._common import (
+    EXIT_FINDINGS,
+    _console,
+    _emit_json,
+    _events,
+    _reports_errors,
+    _stream_json,
+    _to_builtins,
+    json_option,
+    store_option,
+)
+from turnlog.errors import UsageError
+from turnlog.stores import existing_store, resolve_session
+
+
+@click.command("show")
+@click.argument("session")
+@click.option(
+    "--turn",
+    "turn",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only turn N: the request that opened it, through its end.",
+)
+@click.option(
+    "--tail", "tail", type=click.IntRange(min=1), metavar="N", help="Only the last N events."
+)
+@click.option(
+    "--since",
+    metavar="TIME",
+    help="Only events at or after TIME (ISO 8601, e.g. 2026-12-01T09:00:00Z).",
+)
+@click.option(
+    "--full", is_flag=True, help="Show every text whole (the revival notice, long results)."
+)
+@store_option
+@json_option
+@_reports_errors
+def show_command(
+    session: str,
+    turn: int | None,
+    tail: int | None,
+    since: str | None,
+    full: bool,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """Show SESSION's timeline: turns, steps, messages, tool calls and their results.
+
+    Events turnlog wrote itself are marked with their origin and risk. The
+    filters combine: --turn, then --since, then --tail.
+    """
+    store, session_id = resolve_session(session, store_url)
+    events = _selected(_events(store, session_id), turn=turn, since=_instant(since), tail=tail)
+    if as_json:
+        _stream_json({"session_id": session_id, "events": (ev.to_builtins(e) for e in events)})
+    else:
+        from turnlog.render import render_timeline
+
+        render_timeline(_console(), events, full=full)
+
+
+def _instant(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"--since {text!r} is not a time",
+            hint="give an ISO 8601 time such as 2026-12-01T09:00:00Z or 2026-12-01",
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
+def _selected(
+    events: Iterable[ev.Event], *, turn: int | None, since: dt.datetime | None, tail: int | None
+) -> Iterable[ev.Event]:
+    """The events `show` prints, streamed: a long session is never held whole,
+    except the last `tail` events."""
+    if turn is not None:
+        events = _turn_events(events, turn)
+    if since is not None:
+        moment = since
+        events = (
+            e for e in events if e.ts is not None and dt.datetime.fromisoformat(e.ts) >= moment
+        )
+    if tail is not None:
+        events = collections.deque(events, maxlen=tail)
+    return events
+
+
+def _turn_events(events: Iterable[ev.Event], number: int) -> Iterator[ev.Event]:
+    """Turn `number`'s events: from the first event after the turn before it
+    ended (the request that opened it) through its `turn_end`. Turns are
+    counted by their `turn_start`s, as the writer numbers them."""
+    count = 0
+    pending: list[ev.Event] = []
+    inside = False
+    for event in events:
+        data = event.data
+        if isinstance(data, ev.TurnStart):
+            count += 1
+            inside = count == number
+            if inside:
+                yield from pending
+            pending = []
+        if inside:
+            yield event
+            if isinstance(data, ev.TurnEnd):
+                return
+        elif isinstance(data, ev.TurnEnd):
+            pending = []
+        elif count == number - 1 and not isinstance(data, ev.Session):
+            pending.append(event)
+
+
+@click.command("verify")
+@click.argument("session", required=False)
+@store_option
+@click.option("--strict", is_flag=True, help="Also require a checksum on every record.")
+@json_option
+@_reports_errors
+def verify_command(session: str | None, store_url: str | None, strict: bool, as_json: bool) -> None:
+    """Check SESSION (or every session in --store): checksums, seq order, header,
+    vocabulary, turn and step pairing, one result per call.
+
+    Exits 1 listing every problem, 0 when clean.
+    """
+    from turnlog.verify import verify_session, verify_store
+
+    if session is not None:
+        store, session_id = resolve_session(session, store_url)
+        found = [verify_session(store, session_id, strict=strict, raise_unreadable=True)]
+    else:
+        found = verify_store(existing_store(store_url), strict=strict)
+    reports = [_to_builtins(report) for report in found]
+    ok = all(report["ok"] for report in reports)
+    if as_json:
+        _emit_json({"ok": ok, "sessions": reports})
+    else:
+        console = _console()
+        for report in reports:
+            if report["ok"]:
+                console.print(f"{report['session_id']}: ok ({report['events']} events)")
+                continue
+            console.print(
+                f"{report['session_id']}: {len(report['problems'])} problem(s)", style="bold red"
+            )
+            for problem in report["problems"]:
+                where = []
+                if problem.get("line") is not None:
+                    where.append(f"line {problem['line']}")
+                if problem.get("offset") is not None:
+                    where.append(f"byte {problem['offset']}")
+                prefix = f"{', '.join(where)}: " if where else ""
+                console.print(f"  {prefix}{problem['message']}")
+        if not reports:
+            console.print("no sessions")
+    if not ok:
+        sys.exit(EXIT_FINDINGS)

@@ -1,0 +1,289 @@
+"""Commands that repair crashed sessions: `recover`, `revive` and `sweep`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+from turnlog import events as ev
+from turnlog.cli._common import (
+    EXIT_FINDINGS,
+    _console,
+    _emit_json,
+    _progress,
+    _reports_errors,
+    _to_builtins,
+    json_option,
+    max_revivals_option,
+    store_option,
+)
+from turnlog.errors import UsageError
+from turnlog.stores import existing_store, resolve_session
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@click.command("recover")
+@click.argument("session")
+@store_option
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Append even though a live writer holds the session (only for a stuck holder).",
+)
+@json_option
+@_reports_errors
+def recover_command(session: str, store_url: str | None, force: bool, as_json: bool) -> None:
+    """Repair a crashed SESSION by appending: a result per owed call, then the turn end.
+
+    A torn tail is moved to a sidecar file first. Running it again appends nothing.
+    """
+    from turnlog.triage import recover
+
+    store, session_id = resolve_session(session, store_url)
+    recovery = recover(store, session_id, force=force)
+    repairs, torn = recovery.plan, recovery.torn_tail
+    if as_json:
+        _emit_json(
+            {
+                "session_id": session_id,
+                "appended": [ev.to_builtins(e) for e in repairs.events],
+                "torn_tail": _to_builtins(torn),
+                "warnings": list(repairs.warnings),
+            }
+        )
+        return
+    console = _console()
+    if torn is not None:
+        console.print(f"moved a torn tail of {torn.size_bytes} bytes to {torn.sidecar}")
+    if repairs.events:
+        from turnlog.render import render_events
+
+        render_events(console, repairs.events, title="appended")
+    else:
+        console.print("nothing to recover: no open turn")
+
+
+@click.command("revive")
+@click.argument("session")
+@store_option
+@click.option("--tree", is_flag=True, help="Revive the subagents it waits on too, each as itself.")
+@max_revivals_option("The revival cap, counted from each session's log; 0 turns revival off.")
+@json_option
+@_reports_errors
+def revive_command(
+    session: str, store_url: str | None, tree: bool, max_revivals: int, as_json: bool
+) -> None:
+    """Revive a crashed SESSION as itself: recover, mark the revival, tell the model.
+
+    Prints what it appended (each synthetic result with its risk, the
+    run_revived marker, the notice) and what the agent's loop must do next:
+    which session to carry on, as which agent, and (with --tree) which waits
+    on subagents stay pending until those subagents finish. Tool calls are
+    never replayed. A session already revived and not run on since is not
+    told again (exit 0, nothing written). Exits 0 when the session is revived,
+    1 when there was nothing to revive (finished, empty, past the cap), 4
+    while a live writer holds a session.
+    """
+    from turnlog.log import open as open_log
+    from turnlog.revival import revive
+    from turnlog.tree import revive_tree
+
+    store, session_id = resolve_session(session, store_url)
+    if tree:
+        with revive_tree(store, session_id, max_revivals=max_revivals) as revived_tree:
+            nodes = [_revived_node(node) for node in revived_tree.nodes]
+            appended = [node.appended for node in revived_tree.nodes]
+        revived_any = any(node["revived"] for node in nodes)
+        if as_json:
+            _emit_json({"session_id": session_id, "revived": revived_any, "sessions": nodes})
+        else:
+            console = _console()
+            for node, events in zip(nodes, appended, strict=True):
+                _print_node(console, node, events)
+            if revived_any:
+                console.print(
+                    "next: run the revived sessions in the order above (children first); "
+                    "each child's answer goes to its parent's pending wait under its call id "
+                    "(turnlog.revive_tree, then turnlog.continue_tree)"
+                )
+        if not revived_any:
+            _not_revived(nodes[0] if nodes else {}, as_json=as_json)
+        return
+    with open_log(store, session_id, create=False) as log:
+        torn = log.torn_tail
+        revival = revive(log, max_revivals=max_revivals)
+    node = _revival_fields(session_id, revival)
+    node["torn_tail"] = _to_builtins(torn)
+    if as_json:
+        _emit_json(node)
+    else:
+        console = _console()
+        if torn is not None:
+            console.print(f"moved a torn tail of {torn.size_bytes} bytes to {torn.sidecar}")
+        _print_node(console, node, revival.appended)
+        if node["next"]:
+            console.print(f"next: {node['next']}")
+    if not revival.revived:
+        _not_revived(node, as_json=as_json)
+
+
+def _next_step(session_id: str, revival: Any) -> str | None:
+    """What the agent's loop must do now, in words; None when nothing was revived."""
+    if not revival.revived:
+        return None
+    agent = revival.agent
+    who = f" as agent {agent.id}" if agent is not None and agent.id else ""
+    if revival.pending:
+        return (
+            f"run the subagents {', '.join(w.agent_id for w in revival.pending)} to their "
+            f"answers, write each to {session_id}'s pending wait under its call id, then "
+            f"resume {session_id}'s open turn{who} (turnlog.revive_tree and "
+            "turnlog.continue_tree do all of it)"
+        )
+    return (
+        f"run the agent's loop on {session_id}{who}: it carries on from the log as it is, "
+        "and the model reads the synthetic results and the notice (turnlog.continue_run, "
+        "or your own loop with log.messages); no tool call is replayed"
+    )
+
+
+def _revival_fields(session_id: str, revival: Any) -> dict[str, Any]:
+    agent = revival.agent
+    return {
+        "session_id": session_id,
+        "revived": revival.revived,
+        "reason": revival.reason,
+        "revival": revival.revival,
+        "agent_id": agent.id if agent is not None else None,
+        "agent_type": agent.type if agent is not None else None,
+        "agent_label": agent.label if agent is not None else None,
+        "appended": [ev.to_builtins(e) for e in revival.appended],
+        "pending": [_to_builtins(wait) for wait in revival.pending],
+        "next": _next_step(session_id, revival),
+        "hint": revival.hint,
+    }
+
+
+def _revived_node(node: Any) -> dict[str, Any]:
+    if node.revival is not None:
+        fields = _revival_fields(node.session_id, node.revival)
+        # With the answers of finished children, written before the revival.
+        fields["appended"] = [ev.to_builtins(e) for e in node.appended]
+    else:
+        fields = {
+            "session_id": node.session_id,
+            "revived": False,
+            "reason": node.outcome,
+            "revival": node.verdict.revivals,
+            "agent_id": node.agent_id,
+            "agent_type": node.agent_type,
+            "agent_label": None,
+            "appended": [],
+            "pending": [],
+            "next": None,
+            "hint": None,
+        }
+    fields["parent"] = node.parent_id
+    fields["outcome"] = node.outcome
+    return fields
+
+
+def _describe_node(node: dict[str, Any]) -> str:
+    who = f" as agent {node['agent_id']}" if node.get("agent_id") else ""
+    if not node["revived"]:
+        return f"{node['session_id']}: not revived ({node.get('outcome') or node['reason']})"
+    if node["reason"] == "already_revived":
+        line = (
+            f"{node['session_id']}: already revived{who} (revival {node['revival']}) and not "
+            "run on since: not told again, no revival spent"
+        )
+    else:
+        line = f"{node['session_id']}: revived{who} (revival {node['revival']})"
+    for wait in node["pending"]:
+        line += f"\n  pending wait {wait['call_id']} on agent {wait['agent_id']}"
+    return line
+
+
+def _print_node(console: Console, node: dict[str, Any], events: Sequence[ev.Event]) -> None:
+    """A node's outcome, then every event it appended, synthetic results with their risk."""
+    from turnlog.render import render_events
+
+    console.print(_describe_node(node))
+    if events:
+        render_events(console, events, title="appended")
+    elif node["revived"]:
+        console.print("appended: nothing")
+
+
+def _not_revived(node: dict[str, Any], *, as_json: bool) -> NoReturn:
+    hint = node.get("hint")
+    if hint and not as_json:
+        click.echo(f"hint: {hint}", err=True)
+    sys.exit(EXIT_FINDINGS)
+
+
+@click.command("sweep")
+@click.argument("store_positional", metavar="[STORE]", required=False)
+@store_option
+@click.option(
+    "--older-than",
+    "older_than_s",
+    type=click.FloatRange(min=0),
+    default=0,
+    metavar="SECONDS",
+    help="Only sessions whose last event is at least this old.",
+)
+@click.option("--revive", is_flag=True, help="Revive each recovered session, within the cap.")
+@max_revivals_option("The revival cap for --revive.")
+@json_option
+@_reports_errors
+def sweep_command(
+    store_positional: str | None,
+    store_url: str | None,
+    older_than_s: float,
+    revive: bool,
+    max_revivals: int,
+    as_json: bool,
+) -> None:
+    """Recover every crashed session in the store (--store, as every command
+    takes it; a STORE argument is still read): an open turn and no live writer.
+
+    Safe to run from many processes or machines at once: each session is
+    repaired under its writer lock, once. Lists what this sweeper did and what
+    it skipped (running, corrupt, too recent), and why.
+    """
+    from turnlog.sweeper import sweep
+
+    if store_positional is not None and store_url is not None and store_positional != store_url:
+        raise UsageError(
+            f"two stores given: {store_positional!r} and --store {store_url!r}",
+            hint="name the store once, with --store",
+        )
+    store = existing_store(store_url or store_positional)
+    console = _console()
+    done = sweep(
+        store,
+        older_than_s=older_than_s,
+        revive=revive,
+        max_revivals=max_revivals,
+        progress=lambda ids: _progress(console, ids, "sweeping", as_json=as_json),
+    )
+    # A cron sweeper must not report success for a repair that failed.
+    failed = sum(item.action == "failed" for item in done)
+    if as_json:
+        _emit_json({"store": store.url, "sessions": done})
+    else:
+        for item in done:
+            extra = f", {item.appended} events appended" if item.appended else ""
+            console.print(f"{item.session_id}: {item.action} ({item.reason}{extra})")
+        if not done:
+            console.print("nothing to sweep: no session has an open turn without a writer")
+        if failed:
+            click.echo(f"error: {failed} of {len(done)} repairs failed", err=True)
+    if failed:
+        sys.exit(EXIT_FINDINGS)

@@ -1,0 +1,231 @@
+"""Commands that carry sessions elsewhere: `fork`, `export` and `copy`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from turnlog.cli._common import (
+    EXIT_FINDINGS,
+    _console,
+    _emit_json,
+    _events,
+    _progress,
+    _reports_errors,
+    _stream_json,
+    _to_builtins,
+    json_option,
+    store_option,
+)
+from turnlog.fold import Fold, Message
+from turnlog.recovery import patch_dangling_tool_calls
+from turnlog.stores import existing_store, resolve_session, store_from_url
+
+
+@click.command("fork")
+@click.argument("session")
+@click.option("--at", "at_seq", type=int, required=True, help="The last seq the fork inherits.")
+@click.option("--id", "new_id", help="The new session's id (default: <session>-fork-<n>).")
+@store_option
+@json_option
+@_reports_errors
+def fork_command(
+    session: str, at_seq: int, new_id: str | None, store_url: str | None, as_json: bool
+) -> None:
+    """Start a new session from SESSION's events 0..AT, keeping their seqs and the lineage.
+
+    A fork point inside a turn is refused: half a turn is never inherited.
+    """
+    from turnlog.fork import fork_session
+    from turnlog.log import utc_now
+
+    store, session_id = resolve_session(session, store_url)
+    new_id = fork_session(store, session_id, at_seq, new_id=new_id, created_at=utc_now())
+    path = store.location(new_id)
+    if as_json:
+        _emit_json(
+            {"session_id": new_id, "parent": session_id, "seed_length": at_seq + 1, "path": path}
+        )
+    else:
+        _console().print(
+            f"forked {session_id} at seq {at_seq} into {new_id}" + (f" ({path})" if path else "")
+        )
+
+
+class _ProviderChoice(click.Choice[str]):
+    """`click.Choice` of the provider names, read from `turnlog.providers` when
+    `export` parses its options or prints its help, not when the command line
+    is built: every other command leaves the four renderers unloaded."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from turnlog.providers import PROVIDERS
+
+        return tuple(PROVIDERS)
+
+    @choices.setter
+    def choices(self, value: object) -> None:
+        # `click.Choice.__init__` stores the (empty) tuple it was given.
+        pass
+
+
+@click.command("export")
+@click.argument("session")
+@click.option(
+    "--to",
+    "provider",
+    type=_ProviderChoice(),
+    required=True,
+    help="The provider API to render the request messages for.",
+)
+@click.option(
+    "--validate", is_flag=True, help="Exit 1 listing every rule the provider would reject."
+)
+@click.option(
+    "--patch-in-memory",
+    is_flag=True,
+    help="Answer unanswered tool calls in memory only (for logs you may not change).",
+)
+@store_option
+@json_option
+@_reports_errors
+def export_command(
+    session: str,
+    provider: str,
+    validate: bool,
+    patch_in_memory: bool,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """Print SESSION's transcript as PROVIDER request messages (JSON). Writes nothing.
+
+    With --json the output is {"provider", "request", "violations"}.
+    """
+    from turnlog.providers import render as render_request
+    from turnlog.providers import validate as validate_request
+
+    store, session_id = resolve_session(session, store_url)
+    # Only the transcript is kept, never the events; the request is written
+    # item by item.
+    state = Fold(_events(store, session_id)).state
+    messages: Sequence[Message] = state.messages
+    dangling = patch_dangling_tool_calls(messages)
+    fix = _export_fix(session, state.open_turn is not None, len(dangling) != len(messages))
+    if patch_in_memory:
+        messages = dangling
+    del dangling
+    request = render_request(provider, messages)
+    del messages, state
+    violations = validate_request(provider, request) if validate or as_json else []
+    if as_json:
+        _stream_json(
+            {
+                "provider": provider,
+                "request": request,
+                "violations": [_to_builtins(v) for v in violations],
+            }
+        )
+    else:
+        _stream_json(request, indent=True)
+    for violation in violations:
+        where = f" (call {violation.call_id})" if violation.call_id else ""
+        click.echo(f"violation: item {violation.index}: {violation.message}{where}", err=True)
+    if validate and violations:
+        click.echo(f"hint: {fix}", err=True)
+        sys.exit(EXIT_FINDINGS)
+
+
+def _export_fix(session: str, turn_open: bool, dangling: bool) -> str:
+    """What fixes an export a provider would reject, from what the log shows."""
+    if turn_open:
+        return (
+            "the session has a turn that never ended (a crash, or a run still going): "
+            f"`turnlog inspect {session}` says which; once no writer holds it, "
+            f"`turnlog recover {session}` answers its calls"
+        )
+    if dangling:
+        return (
+            "a turn that ended left tool calls unanswered; that is not a crash, so recovery "
+            "leaves it as it is: export with --patch-in-memory to answer them in the request only"
+        )
+    return (
+        "no crash caused this, so recovery would change nothing: the rule is broken by what "
+        "the log itself holds (for example a conversation that opens with the assistant, "
+        "which this provider refuses); edit the request, or export for another provider"
+    )
+
+
+@click.command("copy")
+@click.argument("source", metavar="SOURCE")
+@click.argument("dest", metavar="DEST")
+@click.option(
+    "--session",
+    "session_ids",
+    multiple=True,
+    metavar="ID",
+    help="A session to copy (repeatable; default: every session in SOURCE).",
+)
+@click.option(
+    "--skip-existing",
+    is_flag=True,
+    help="Leave sessions DEST already holds as they are and copy the others.",
+)
+@json_option
+@_reports_errors
+def copy_command(
+    source: str, dest: str, session_ids: tuple[str, ...], skip_existing: bool, as_json: bool
+) -> None:
+    """Copy sessions from the SOURCE store to the DEST store, event for event.
+
+    Same seq, timestamps, origins and content; a session that exists in DEST
+    is never overwritten: without --skip-existing the copy is refused before
+    anything is written. Each copy is read back and compared. This is how a
+    store moves from files to a database.
+    """
+    from turnlog.errors import SessionExistsError
+    from turnlog.transfer import copy_session
+
+    source_store = existing_store(source)
+    dest_store = store_from_url(dest)
+    ids = list(session_ids) or source_store.sessions()
+    there = [session_id for session_id in ids if dest_store.exists(session_id)]
+    if there and not skip_existing:
+        # Refused whole, before the first copy: a second run is never left
+        # to find half the sessions copied.
+        named = ", ".join(repr(session_id) for session_id in there[:5])
+        raise SessionExistsError(
+            (
+                f"session {named} already exists in {dest_store.url}"
+                if len(there) == 1
+                else f"{len(there)} sessions already exist in {dest_store.url}: {named}"
+                + (", …" if len(there) > 5 else "")
+            ),
+            hint="copy never overwrites: pass --skip-existing to copy the others, or copy "
+            "into another store",
+        )
+    todo = [session_id for session_id in ids if session_id not in set(there)]
+    console = _console()
+    copied = []
+    for session_id in _progress(console, todo, "copying sessions", as_json=as_json):
+        copied.append(copy_session(source_store, session_id, dest_store))
+    if as_json:
+        _emit_json(
+            {
+                "source": source_store.url,
+                "dest": dest_store.url,
+                "copied": copied,
+                "skipped": there,
+            }
+        )
+        return
+    for item in copied:
+        console.print(f"copied {item.session_id} ({item.events} events)")
+    for session_id in there:
+        console.print(f"skipped {session_id} (already in {dest_store.url})")
+    if not copied and not there:
+        console.print("no sessions to copy")
