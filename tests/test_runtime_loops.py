@@ -328,6 +328,10 @@ def parent_agent(loop: str, *, join: bool, gate: threading.Event | None = None) 
         if not asked:
             return Reply(tool_calls=(ToolCall(id="sp", name="spawn", arguments={"task": "x"}),))
         if join and len(asked) == 1:
+            # The child, held until now, may answer once the join is asked
+            # for: its report cannot reach a step boundary before the join.
+            if gate is not None:
+                gate.set()
             return Reply(
                 tool_calls=(
                     ToolCall(id="w", name="task_wait", arguments={"agent_id": "worker-sp"}),
@@ -372,7 +376,7 @@ def test_a_background_child_is_acknowledged_then_delivered_once(loop: str, store
 def test_task_wait_joins_a_background_child_and_nothing_is_injected(
     loop: str, store: Store
 ) -> None:
-    reply = drive(loop, store, parent_agent(loop, join=True))
+    reply = drive(loop, store, parent_agent(loop, join=True, gate=threading.Event()))
     assert reply.content == "parent done"
     events = events_of(store)
     joined = results(events)["w"]
