@@ -3,9 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Test workers: one per core (pytest-xdist), each taking whole files, since some
-# files gather counts across their tests; `make test JOBS=0` runs in one process.
+# Test workers: one per core (pytest-xdist), handed tests one by one as they
+# free up; tests that share what one process gathered (a report over a file's
+# cases, a module fixture) carry an `xdist_group` mark and go to one worker
+# together. `make test JOBS=0` runs in one process.
 JOBS ?= auto
+DIST := --dist loadgroup
 
 .PHONY: demo test lint typecheck unit quick bench clean
 
@@ -28,8 +31,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The test processes, and the interpreters they start, keep their compiled
+# bytecode between runs even where the environment turns it off
+# (PYTHONDONTWRITEBYTECODE): without it each one compiles turnlog and the test
+# modules again. The caches go to __pycache__ directories, which git ignores.
+unit quick: export PYTHONDONTWRITEBYTECODE =
+
 unit: $(STAMP)
-	$(BIN)/pytest -n $(JOBS) --dist loadfile
+	$(BIN)/pytest -n $(JOBS) $(DIST)
 
 test: lint typecheck unit
 
@@ -37,7 +46,7 @@ test: lint typecheck unit
 # time first, stopping at the first failure; no type check.
 quick: $(STAMP)
 	$(BIN)/ruff check $(wildcard src tests bench)
-	$(BIN)/pytest -n $(JOBS) --dist loadfile -x --ff
+	$(BIN)/pytest -n $(JOBS) $(DIST) -x --ff
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --group bench

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
 from postgres_server import REQUIRE_ENV, postgres_dsn
 from turnlog.selfcheck import ENV as SELF_CHECK_ENV
@@ -19,6 +20,46 @@ from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store
 os.environ[SELF_CHECK_ENV] = "1"
 
 _schemas = itertools.count()
+
+# Tests that must run in one worker, in file order, however the tests are
+# distributed: a report that reads what a file's cases gathered in that
+# process, and tests sharing a module fixture too costly to build in every
+# worker. By file: the test functions, or None for the whole file.
+# (test_layout.py checks that each named test exists.)
+ONE_WORKER: dict[str, tuple[str, ...] | None] = {
+    "tests/test_revival.py": ("test_kill_matrix", "test_kill_matrix_report"),
+    "tests/test_rescue.py": ("test_doctor_repairs_by_appending", "test_doctor_report"),
+    "tests/test_memory_bounds.py": None,
+}
+
+
+def one_worker_group(nodeid: str) -> str | None:
+    """The group of tests `nodeid` must run with in one worker, or None."""
+    path, _, rest = nodeid.partition("::")
+    if path not in ONE_WORKER:
+        return None
+    names = ONE_WORKER[path]
+    name = rest.partition("[")[0]
+    return path if names is None or name in names else None
+
+
+class GroupedLoad(LoadScopeScheduling):  # type: ignore[misc]
+    """`--dist loadgroup` with the groups of ONE_WORKER: each group is one
+    unit of work (the bigger ones handed out first), every other test its own.
+
+    The same as pytest-xdist's `xdist_group` mark would do; that mark renames
+    a test's node id, which the pytest this project runs no longer allows.
+    """
+
+    def _split_scope(self, nodeid: str) -> str:
+        group = one_worker_group(nodeid)
+        return nodeid if group is None else f"group: {group}"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> GroupedLoad | None:
+    if config.getvalue("dist") == "loadgroup":
+        return GroupedLoad(config, log)
+    return None
 
 
 @pytest.fixture(scope="session")

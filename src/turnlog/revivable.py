@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 from turnlog.fold import Message, OpenTurn
 from turnlog.verdict import Verdict
 
 DEFAULT_MAX_REVIVALS: Final = 3
+
+#: Why a session may not be revived (`refusal`).
+Refusal = Literal["empty", "finished", "revival_disabled", "revival_cap"]
 
 
 def already_told(last: Message | None, turn: OpenTurn | None) -> bool:
@@ -33,7 +36,7 @@ def already_told(last: Message | None, turn: OpenTurn | None) -> bool:
     return turn.open_step is None or turn.open_step.seq < last.seq
 
 
-def refusal(found: Verdict, max_revivals: int, *, told: bool = False) -> str | None:
+def refusal(found: Verdict, max_revivals: int, *, told: bool = False) -> Refusal | None:
     """Why a session may not be revived, or None: the one rule `inspect`,
     `revive` and `revive_tree` share.
 

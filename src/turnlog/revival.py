@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
@@ -16,7 +16,7 @@ from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.notices import NoticeStyle, framed
 from turnlog.recovery import Plan
-from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, refusal
+from turnlog.revivable import DEFAULT_MAX_REVIVALS, Refusal, already_told, refusal
 from turnlog.stores import Store
 from turnlog.verdict import Wait
 
@@ -32,6 +32,10 @@ REVIVAL_BODY: Final = (
 )
 #: The revival notice as written with the default frame.
 REVIVAL_NOTICE: Final = framed("revival", REVIVAL_BODY)
+
+#: `Revival.reason`: revived now, revived before and not run on since, or
+#: why not (`revivable.Refusal`).
+RevivalReason = Literal["revived", "already_revived", Refusal]
 
 
 class Revival(msgspec.Struct, frozen=True, kw_only=True):
@@ -49,7 +53,7 @@ class Revival(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     revived: bool
-    reason: str
+    reason: RevivalReason
     revival: int
     repairs: Plan | None = None
     appended: tuple[ev.Event, ...] = ()

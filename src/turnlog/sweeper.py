@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 import msgspec
 
@@ -14,12 +15,15 @@ from turnlog.revival import revive as revive_log
 from turnlog.stores.base import Store, parent_session_id
 from turnlog.triage import inspect
 
+#: What a sweeper did with a session (`Swept.action`).
+SweepAction = Literal["recovered", "revived", "skipped", "failed"]
+
 
 class Swept(msgspec.Struct, frozen=True, kw_only=True):
     """What one sweeper did with one session, and why."""
 
     session_id: str
-    action: str  # "recovered", "revived", "skipped", "failed"
+    action: SweepAction
     reason: str
     appended: int = 0
 
@@ -62,7 +66,7 @@ def sweep(
         found = inspect(store, session_id, max_revivals=cap)
         if found.status != "interrupted":
             if found.status in ("running", "corrupt", "unreadable"):
-                reason = found.status
+                reason: str = found.status
                 if found.problems:
                     reason += f": {found.problems[0].message}"
                 out.append(Swept(session_id=session_id, action="skipped", reason=reason))
@@ -151,7 +155,7 @@ def _sweep_locked(
                 # still repaired.
                 appended = len(log.recover().events)
                 reason = revived.reason
-            action = "recovered" if appended else "skipped"
+            action: SweepAction = "recovered" if appended else "skipped"
             return Swept(session_id=session_id, action=action, reason=reason, appended=appended)
         repairs = log.recover()
         appended = len(repairs.events)

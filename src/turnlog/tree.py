@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
-from typing import Final
+from typing import Final, Literal
 
 from turnlog import events as ev
 from turnlog.errors import (
@@ -16,8 +16,8 @@ from turnlog.errors import (
 from turnlog.events import Content, Origin
 from turnlog.log import Log
 from turnlog.log import open as open_log
-from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, refusal
-from turnlog.revival import Revival, revive
+from turnlog.revivable import DEFAULT_MAX_REVIVALS, Refusal, already_told, refusal
+from turnlog.revival import Revival, RevivalReason, revive
 from turnlog.stores import Store, child_session_id, open_store
 from turnlog.verdict import Verdict, Wait
 
@@ -25,8 +25,24 @@ from turnlog.verdict import Verdict, Wait
 # is written), so its size is bounded like everything else.
 MAX_TREE_SESSIONS: Final = 1_000
 
-# A revived node's outcome, in words, by the reason `revive` gave.
-_OUTCOMES: Final = {"revived": "revived", "already_revived": "already revived, not yet run on"}
+#: What `revive_tree` decided for a node (`TreeNode.decision`).
+TreeDecision = Literal["revive", "answer", "leave"]
+#: What came of it, in words (`TreeNode.outcome`): a refusal
+#: (`revivable.Refusal`) when the node may not be revived.
+TreeOutcome = Literal[
+    "left alone",
+    "answered its wait from its log",
+    "revived",
+    "already revived, not yet run on",
+    Refusal,
+]
+
+
+def _outcome(reason: RevivalReason) -> TreeOutcome:
+    """A revived node's outcome, in words, by the reason `revive` gave."""
+    if reason == "already_revived":
+        return "already revived, not yet run on"
+    return reason
 
 
 def descendants(store: Store, session_id: str) -> list[str]:
@@ -97,8 +113,8 @@ class TreeNode:
         self.wait: Wait | None = None
         # What revive_tree decided ("revive", "answer" or "leave"), then what
         # came of it, in words (`outcome`).
-        self.decision = "leave"
-        self.outcome = "left alone"
+        self.decision: TreeDecision = "leave"
+        self.outcome: TreeOutcome = "left alone"
 
     @property
     def revived(self) -> bool:
@@ -320,4 +336,4 @@ def _write(nodes: dict[str, TreeNode], node: TreeNode, max_revivals: int) -> Non
             pending.append(wait.call_id)
     node.revival = revive(log, max_revivals=max_revivals, pending=pending)
     node.appended = (*answers, *node.revival.appended)
-    node.outcome = _OUTCOMES.get(node.revival.reason, node.revival.reason)
+    node.outcome = _outcome(node.revival.reason)

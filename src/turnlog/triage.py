@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -19,10 +19,29 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.recovery import Plan, plan_verdict
-from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, refusal
+from turnlog.revivable import DEFAULT_MAX_REVIVALS, Refusal, already_told, refusal
 from turnlog.selfcheck import recovery_exports
 from turnlog.stores import Holder, Store, open_store
 from turnlog.verdict import OwedCall, Verdict, decide
+
+#: What state a session is in (`Inspection.status`).
+InspectionStatus = Literal[
+    "running", "interrupted", "idle", "finished", "empty", "corrupt", "unreadable"
+]
+#: Why a session may or may not be revived (`Inspection.reason`): its status
+#: when nothing more is to say, "needs_response" for an idle session,
+#: "already_revived", or a refusal (`revivable.Refusal`).
+InspectionReason = Literal[
+    "running",
+    "interrupted",
+    "needs_response",
+    "already_revived",
+    "corrupt",
+    "unreadable",
+    Refusal,
+]
+# A session with no state to fold: its status is its reason.
+_Stateless = Literal["empty", "corrupt", "unreadable"]
 
 
 class OpenTurnRef(msgspec.Struct, frozen=True, kw_only=True):
@@ -34,9 +53,9 @@ class Inspection(msgspec.Struct, frozen=True, kw_only=True):
     """What a session's tail says, without writing anything."""
 
     session_id: str | None
-    status: str
+    status: InspectionStatus
     revivable: bool
-    reason: str
+    reason: InspectionReason
     max_revivals: int
     events: int = 0
     turns: int = 0
@@ -54,11 +73,13 @@ class Inspection(msgspec.Struct, frozen=True, kw_only=True):
 
 def status_of(
     found: Verdict, holder: Holder | None, max_revivals: int, *, told: bool = False
-) -> tuple[str, bool, str]:
+) -> tuple[InspectionStatus, bool, InspectionReason]:
     """(status, revivable, reason) of a verdict, given who holds the writer and
     whether the session was already revived and not run on since (`told`)."""
     if holder is not None:
         return "running", False, "running"
+    status: InspectionStatus
+    reason: InspectionReason
     if found.open_turn is not None:
         status, reason = "interrupted", "interrupted"
     elif found.empty:
@@ -74,7 +95,7 @@ def status_of(
 
 
 def _without_state(
-    session_id: str | None, status: str, max_revivals: int, **found: Any
+    session_id: str | None, status: _Stateless, max_revivals: int, **found: Any
 ) -> Inspection:
     """An inspection of a session that has no state to fold (empty, unreadable, corrupt)."""
     return Inspection(
