@@ -1,0 +1,329 @@
+"""Per-turn cost under the frameworks: what one conversation turn costs the
+session layer at 100, 1,000 and 10,000 items, turnlog against the framework's
+own persistence, the same items on both sides. Run by bench/run.py.
+
+    python bench/per_turn.py [--lengths 100,1000] [--rounds 3]   # this section alone
+
+Method: for each length N, one session of N items is prepared per side
+(outside the clock, the same items); each measurement is a fresh process on a
+fresh copy of it, sides interleaved round by round. The process opens the
+session, runs one untimed warm-up turn, then times `TURNS` turns; its figure
+is the median turn. A turn is every call the framework makes on its session
+layer for one user message answered after one tool call:
+
+- OpenAI Agents SDK: `get_items()`, `add_items([user])`, and, after the
+  run, `add_items` of the run's new items (the function call, its output,
+  the answer). turnlog's side also gets the hooks' calls (`session.hooks`:
+  the model's reply, a durable dispatch before the tool, its result, the turn
+  end), as `Runner.run` makes them; the items they wrote are skipped by the
+  later `add_items`. Peer: the SDK's `SQLiteSession` (WAL, SQLite's default
+  synchronous=FULL: each `add_items` commit is synced).
+- Pydantic AI: the history handed to `agent.run(message_history=...)` and
+  what is written after the run. turnlog: `cap.messages()` and the
+  capability's hooks for the same run. Peer: the pattern of Pydantic AI's
+  chat app example (one SQLite row of `ModelMessagesTypeAdapter` JSON per
+  run, every row validated back on load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / ".bench-data" / "per_turn"
+TURNS = 7
+ITEMS_PER_TURN = 4  # user, function call, its output, the answer
+ANSWER = "The report covers three quarters; revenue rose in each. " * 3
+RESULT = "quarter,revenue\n" + "".join(f"Q{q},{1000 + q * 37}\n" for q in range(1, 40))
+
+
+def prompt(turn: int) -> str:
+    return f"Turn {turn}: summarise the attached report and list three follow-ups."
+
+
+# -- OpenAI Agents SDK -----------------------------------------------------------------
+
+
+def agents_items(turn: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A turn's input item and the items the run adds, as the SDK saves them."""
+    call_id = f"call_{turn:06d}"
+    user = {"role": "user", "content": prompt(turn)}
+    new = [
+        {
+            "type": "function_call",
+            "id": f"fc_{turn:06d}",
+            "call_id": call_id,
+            "name": "read_report",
+            "arguments": json.dumps({"path": f"reports/{turn}.csv"}),
+            "status": "completed",
+        },
+        {"type": "function_call_output", "call_id": call_id, "output": RESULT},
+        {
+            "type": "message",
+            "id": f"msg_{turn:06d}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
+        },
+    ]
+    return user, new
+
+
+class _Context:
+    """What the SDK's hooks read from their context: the tool call's id."""
+
+    def __init__(self, call_id: str | None = None) -> None:
+        self.tool_call_id = call_id
+
+
+class _Tool:
+    name = "read_report"
+    metadata = None
+
+
+def agents_turn_factory(side: str, path: Path) -> tuple[Any, Any]:
+    """(open, turn): open the session; one turn on it (a coroutine)."""
+    if side == "turnlog":
+        from turnlog.integrations.openai_agents import TurnlogSession
+
+        def open_session() -> Any:
+            return TurnlogSession(str(path.parent), path.stem)
+
+        async def turn(session: Any, number: int) -> int:
+            items = await session.get_items()
+            await _agents_turnlog_writes(session, number)
+            return len(items)
+
+        return open_session, turn
+
+    from agents import SQLiteSession
+
+    def open_peer() -> Any:
+        return SQLiteSession("bench", str(path))
+
+    async def peer_turn(session: Any, number: int) -> int:
+        items = await session.get_items()
+        user, new = agents_items(number)
+        await session.add_items([user])
+        await session.add_items(new)
+        return len(items)
+
+    return open_peer, peer_turn
+
+
+def agents_prepare(side: str, path: Path, length: int) -> None:
+    """A session of `length` items (whole turns), written the way the SDK
+    writes it, outside any clock."""
+    turns = length // ITEMS_PER_TURN
+    if side == "turnlog":
+        from turnlog.integrations.openai_agents import TurnlogSession
+
+        async def build() -> None:
+            # Built with durability none for speed; the file is the same.
+            async with TurnlogSession(str(path.parent), path.stem, durability="none") as s:
+                for number in range(1, turns + 1):
+                    await _agents_turnlog_writes(s, number)
+
+        asyncio.run(build())
+    else:
+        from agents import SQLiteSession
+
+        async def build_peer() -> None:
+            session = SQLiteSession("bench", str(path))
+            items: list[Any] = []
+            for number in range(1, turns + 1):
+                user, new = agents_items(number)
+                items += [user, *new]
+            await session.add_items(items)
+            session.close()
+
+        asyncio.run(build_peer())
+
+
+async def _agents_turnlog_writes(session: Any, number: int) -> None:
+    """A turn's writes, as `Runner.run` makes them on a `TurnlogSession` and its hooks."""
+    from agents.items import ModelResponse
+    from agents.usage import Usage
+
+    user, new = agents_items(number)
+    await session.add_items([user])
+    hooks, run = session.hooks, _Context()
+    await hooks.on_llm_start(run, None, None, None)
+    await hooks.on_llm_end(
+        run, None, ModelResponse(output=[new[0]], usage=Usage(), response_id=None)
+    )
+    call = _Context(new[0]["call_id"])
+    await hooks.on_tool_start(call, None, _Tool())
+    await hooks.on_tool_end(call, None, _Tool(), RESULT)
+    await hooks.on_llm_start(run, None, None, None)
+    await hooks.on_llm_end(
+        run, None, ModelResponse(output=[new[2]], usage=Usage(), response_id=None)
+    )
+    await hooks.on_agent_end(run, None, ANSWER)
+    await session.add_items(new)
+
+
+# -- children ---------------------------------------------------------------------------
+
+
+def child_main(framework: str, side: str, path: Path, length: int) -> None:
+    warnings.simplefilter("ignore")
+    if framework == "agents":
+        open_session, turn = agents_turn_factory(side, path)
+    else:
+        raise SystemExit(f"unknown framework {framework}")
+    first_turn = length // ITEMS_PER_TURN + 1
+
+    async def main() -> dict[str, Any]:
+        start = time.perf_counter()
+        session = open_session()
+        seen = await turn(session, first_turn)
+        first = time.perf_counter() - start
+        assert seen == length, (side, seen, length)
+        each = []
+        for number in range(first_turn + 1, first_turn + 1 + TURNS):
+            start = time.perf_counter()
+            await turn(session, number)
+            each.append(time.perf_counter() - start)
+        close = getattr(session, "close", None)
+        if close is not None:
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+        return {"first_s": first, "turn_s": statistics.median(each)}
+
+    print(json.dumps(asyncio.run(main())))
+
+
+def run_child(framework: str, side: str, path: Path, length: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", framework, side, str(path), str(length)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"per-turn child {framework} {side} failed: {done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# -- the section ------------------------------------------------------------------------
+
+FRAMEWORKS = {
+    "agents": {
+        "title": "OpenAI Agents SDK",
+        "sides": {
+            "turnlog": ("TurnlogSession (+ its hooks)", ".jsonl", agents_prepare),
+            "peer": ("SQLiteSession", ".db", agents_prepare),
+        },
+    },
+}
+
+
+def bench(lengths: list[int], rounds: int) -> list[dict[str, Any]]:
+    shutil.rmtree(DATA, ignore_errors=True)
+    DATA.mkdir(parents=True)
+    rows: list[dict[str, Any]] = []
+    for framework, spec in FRAMEWORKS.items():
+        prepared: dict[tuple[str, int], Path] = {}
+        for length in lengths:
+            for side, (_, suffix, prepare) in spec["sides"].items():
+                path = DATA / framework / f"{side}-{length}" / f"s{length}{suffix}"
+                path.parent.mkdir(parents=True)
+                prepare("turnlog" if side == "turnlog" else "peer", path, length)
+                prepared[(side, length)] = path
+        per: dict[tuple[str, int], list[dict[str, Any]]] = {key: [] for key in prepared}
+        for r in range(rounds):
+            for length in lengths:
+                sides = list(spec["sides"])
+                if r % 2:
+                    sides.reverse()
+                for side in sides:
+                    source = prepared[(side, length)]
+                    run_dir = DATA / "run"
+                    shutil.rmtree(run_dir, ignore_errors=True)
+                    shutil.copytree(source.parent, run_dir)
+                    os.sync()
+                    target = run_dir / source.name
+                    per[(side, length)].append(run_child(framework, side, target, length))
+                    shutil.rmtree(run_dir)
+        rows += _rows(framework, spec, lengths, per)
+    return rows
+
+
+def _rows(
+    framework: str,
+    spec: dict[str, Any],
+    lengths: list[int],
+    per: dict[tuple[str, int], list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    rows = []
+    title = spec["title"]
+    for key, what in (("turn_s", "one turn"), ("first_s", "first turn after open")):
+        for length in lengths:
+            peer = statistics.median(r[key] for r in per[("peer", length)])
+            for side, (label, _, _) in spec["sides"].items():
+                values = [r[key] * 1e3 for r in per[(side, length)]]
+                rows.append(
+                    {
+                        "id": f"turn.{framework}.{'first.' if key == 'first_s' else ''}{side}@{length}",
+                        "workload": f"{title}, {what}, {length:,} items",
+                        "subject": label,
+                        "median": statistics.median(values),
+                        "min": min(values),
+                        "max": max(values),
+                        "unit": "ms/turn",
+                        "ratio": statistics.median(values) / (peer * 1e3),
+                    }
+                )
+    # Growth from the shortest to the longest session, each side on its own.
+    for side, (label, _, _) in spec["sides"].items():
+        short = statistics.median(r["turn_s"] for r in per[(side, lengths[0])])
+        long = statistics.median(r["turn_s"] for r in per[(side, lengths[-1])])
+        rows.append(
+            {
+                "id": f"turn.{framework}.{side}.growth",
+                "workload": f"{title}, one turn, growth {lengths[0]:,} → {lengths[-1]:,} items",
+                "subject": label,
+                "median": long / short,
+                "min": long / short,
+                "max": long / short,
+                "unit": "× (long / short)",
+                "ratio": long / short,
+            }
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--lengths", default="100,1000,10000")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if args.child:
+        framework, side, path, length = args.child
+        child_main(framework, side, Path(path), int(length))
+        return
+    rows = bench([int(n) for n in args.lengths.split(",")], args.rounds)
+    for row in rows:
+        print(
+            f"{row['id']:40} {row['median']:10.3f} {row['unit']:16} "
+            f"ratio {row['ratio']:.3f}  ({row['min']:.3f}–{row['max']:.3f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
