@@ -174,6 +174,155 @@ async def _agents_turnlog_writes(session: Any, number: int) -> None:
     await session.add_items(new)
 
 
+# -- Pydantic AI --------------------------------------------------------------------------
+
+
+def pydantic_messages(turn: int) -> list[Any]:
+    """The four messages one run adds: the prompt, the model's call, the
+    tool's return, the answer."""
+    from pydantic_ai import messages as pm
+
+    call_id = f"call_{turn:06d}"
+    return [
+        pm.ModelRequest(parts=[pm.UserPromptPart(content=prompt(turn))]),
+        pm.ModelResponse(
+            parts=[
+                pm.ToolCallPart(
+                    tool_name="read_report",
+                    args={"path": f"reports/{turn}.csv"},
+                    tool_call_id=call_id,
+                )
+            ]
+        ),
+        pm.ModelRequest(
+            parts=[pm.ToolReturnPart(tool_name="read_report", content=RESULT, tool_call_id=call_id)]
+        ),
+        pm.ModelResponse(parts=[pm.TextPart(content=ANSWER)]),
+    ]
+
+
+class _RunContext:
+    """What the capability's hooks read from Pydantic AI's run context."""
+
+    def __init__(self, run_id: str, prompt_text: str, messages: list[Any]) -> None:
+        self.run_id = run_id
+        self.prompt = prompt_text
+        self.messages = messages
+
+
+class _Result:
+    def __init__(self, messages: list[Any]) -> None:
+        self._messages = messages
+
+    def all_messages(self) -> list[Any]:
+        return self._messages
+
+
+class _ToolDef:
+    name = "read_report"
+    metadata = None
+
+
+async def _pydantic_turnlog_turn(cap: Any, number: int, *, build: bool = False) -> int:
+    """A run's calls on the capability, in `agent.run`'s order, after
+    `cap.messages()` gave it its history. `build`: the same writes without
+    reading the history back (a session is prepared in linear time; the
+    capability is opened with history="off" then)."""
+    history = [] if build else cap.messages()
+    request, asked, answered, answer = pydantic_messages(number)
+    call = asked.parts[0]
+    ctx = _RunContext(f"run-{number}", prompt(number), list(history))
+    await cap.before_run(ctx)
+    ctx.messages = [*history, request]
+    await cap.before_model_request(ctx, None)
+    await cap.after_model_request(ctx, request_context=None, response=asked)
+    args = call.args_as_dict()
+    await cap.before_tool_execute(ctx, call=call, tool_def=_ToolDef(), args=args)
+    await cap.after_tool_execute(ctx, call=call, tool_def=_ToolDef(), args=args, result=RESULT)
+    ctx.messages = [*history, request, asked, answered]
+    await cap.before_model_request(ctx, None)
+    await cap.after_model_request(ctx, request_context=None, response=answer)
+    await cap.after_run(ctx, result=_Result([*ctx.messages, answer]))
+    return len(history)
+
+
+class ChatAppHistory:
+    """Pydantic AI's chat app example's persistence: one SQLite row of
+    `ModelMessagesTypeAdapter` JSON per run, every row validated on load
+    (examples/pydantic_ai_examples/chat_app.py in the pydantic-ai repository)."""
+
+    def __init__(self, path: Path) -> None:
+        import sqlite3
+
+        self.con = sqlite3.connect(str(path), check_same_thread=False)
+        self.con.execute(
+            "CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY, message_list TEXT);"
+        )
+        self.con.commit()
+
+    def get_messages(self) -> list[Any]:
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        rows = self.con.execute("SELECT message_list FROM messages order by id").fetchall()
+        messages: list[Any] = []
+        for row in rows:
+            messages.extend(ModelMessagesTypeAdapter.validate_json(row[0]))
+        return messages
+
+    def add_messages(self, messages: bytes) -> None:
+        self.con.execute("INSERT INTO messages (message_list) VALUES (?);", (messages,))
+        self.con.commit()
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def pydantic_turn_factory(side: str, path: Path) -> tuple[Any, Any]:
+    if side == "turnlog":
+        from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+        def open_cap() -> Any:
+            return TurnlogCapability(str(path.parent), path.stem)
+
+        return open_cap, _pydantic_turnlog_turn
+
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    def open_peer() -> Any:
+        return ChatAppHistory(path)
+
+    async def peer_turn(history: Any, number: int) -> int:
+        # The example runs its database calls on a thread, as turnlog does.
+        messages = await asyncio.to_thread(history.get_messages)
+        new = pydantic_messages(number)
+        await asyncio.to_thread(history.add_messages, ModelMessagesTypeAdapter.dump_json(new))
+        return len(messages)
+
+    return open_peer, peer_turn
+
+
+def pydantic_prepare(side: str, path: Path, length: int) -> None:
+    turns = length // ITEMS_PER_TURN
+    if side == "turnlog":
+        from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+        async def build() -> None:
+            async with TurnlogCapability(
+                str(path.parent), path.stem, durability="none", history="off"
+            ) as cap:
+                for number in range(1, turns + 1):
+                    await _pydantic_turnlog_turn(cap, number, build=True)
+
+        asyncio.run(build())
+    else:
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        history = ChatAppHistory(path)
+        for number in range(1, turns + 1):
+            history.add_messages(ModelMessagesTypeAdapter.dump_json(pydantic_messages(number)))
+        history.close()
+
+
 # -- children ---------------------------------------------------------------------------
 
 
@@ -181,6 +330,8 @@ def child_main(framework: str, side: str, path: Path, length: int) -> None:
     warnings.simplefilter("ignore")
     if framework == "agents":
         open_session, turn = agents_turn_factory(side, path)
+    elif framework == "pydantic":
+        open_session, turn = pydantic_turn_factory(side, path)
     else:
         raise SystemExit(f"unknown framework {framework}")
     first_turn = length // ITEMS_PER_TURN + 1
@@ -229,14 +380,32 @@ FRAMEWORKS = {
             "peer": ("SQLiteSession", ".db", agents_prepare),
         },
     },
+    "pydantic": {
+        "title": "Pydantic AI",
+        "sides": {
+            "turnlog": (
+                "TurnlogCapability: cap.messages() + its hooks",
+                ".jsonl",
+                pydantic_prepare,
+            ),
+            "peer": (
+                "chat app example: SQLite rows of ModelMessagesTypeAdapter JSON",
+                ".db",
+                pydantic_prepare,
+            ),
+        },
+    },
 }
 
 
-def bench(lengths: list[int], rounds: int) -> list[dict[str, Any]]:
+def bench(
+    lengths: list[int], rounds: int, frameworks: list[str] | None = None
+) -> list[dict[str, Any]]:
     shutil.rmtree(DATA, ignore_errors=True)
     DATA.mkdir(parents=True)
     rows: list[dict[str, Any]] = []
-    for framework, spec in FRAMEWORKS.items():
+    for framework in frameworks or list(FRAMEWORKS):
+        spec = FRAMEWORKS[framework]
         prepared: dict[tuple[str, int], Path] = {}
         for length in lengths:
             for side, (_, suffix, prepare) in spec["sides"].items():
@@ -312,12 +481,14 @@ def main() -> None:
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--lengths", default="100,1000,10000")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
     args = parser.parse_args()
     if args.child:
         framework, side, path, length = args.child
         child_main(framework, side, Path(path), int(length))
         return
-    rows = bench([int(n) for n in args.lengths.split(",")], args.rounds)
+    lengths = [int(n) for n in args.lengths.split(",")]
+    rows = bench(lengths, args.rounds, args.frameworks.split(","))
     for row in rows:
         print(
             f"{row['id']:40} {row['median']:10.3f} {row['unit']:16} "
