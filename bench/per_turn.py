@@ -592,7 +592,7 @@ def _spread(samples: list[float]) -> tuple[float, float]:
     """The 10th and 90th percentiles (min and max below three samples)."""
     if len(samples) < 3:
         return min(samples), max(samples)
-    deciles = statistics.quantiles(samples, n=10)
+    deciles = statistics.quantiles(samples, n=10, method="inclusive")
     return deciles[0], deciles[-1]
 
 
