@@ -432,8 +432,24 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
         mode: turnlog.open(directory / f"{mode}.jsonl", durability=mode)  # type: ignore[arg-type]
         for mode in ("always", "barrier")
     }
+    # Each append dispatches a call of its own (the write order refuses a
+    # call dispatched twice, or one no assistant message asked for): one
+    # assistant message asks for all of them first. The ids have the width of
+    # the raw side's, so every subject writes lines of the same length.
+    calls = per_block + blocks * per_block
+    ids = {mode: iter(f"call_{i:016x}" for i in range(calls)) for mode in logs}
     for log in logs.values():
         log.append(ev.TurnStart(turn=1, revivals=0))
+        log.append(
+            ev.AssistantMessage(
+                tool_calls=[
+                    ev.ToolCall(id=f"call_{i:016x}", name="write_file") for i in range(calls)
+                ]
+            )
+        )
+
+    def dispatch_next(mode: str) -> None:
+        logs[mode].append(ev.ToolDispatch(call_id=next(ids[mode]), name="write_file"))
 
     # The store's writer alone, without the Log above it (no lock, checks or
     # fold): what the durable append costs below the API, for the notes.
@@ -450,8 +466,8 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
 
     subjects: dict[str, Callable[[], Any]] = {
         "raw": raw,
-        "always": lambda: logs["always"].append(dispatch),
-        "barrier": lambda: logs["barrier"].append(dispatch),
+        "always": lambda: dispatch_next("always"),
+        "barrier": lambda: dispatch_next("barrier"),
         "writer": writer_alone,
     }
     for run in subjects.values():  # warm every subject the same
