@@ -915,7 +915,7 @@ def bench_recover(label: str, size: int, rounds: int) -> list[dict[str, Any]]:
 
 def _paired_rows(name: str, result: dict[str, Any], bare_label: str) -> list[dict[str, Any]]:
     workload = f"{name} durable append, {result['ops']:,} ops each, paired blocks"
-    store = name.lower()
+    store = {"SQLite": "sqlite", "PostgreSQL": "postgres"}[name]
     ratios = result["ratios"]["turnlog"]
     low, high = spread(ratios)
     return [
@@ -1382,8 +1382,9 @@ def main() -> None:
             "Append cost vs session length",
             lambda: bench_marginal(config["marginal_lengths"], 2 if quick else 3),
         ),
-        # Loads are short and the machine's neighbours are not: more rounds.
-        ("load", "Load + fold", lambda: bench_load(10_000 if quick else 100_000, rounds + 4)),
+        # As many rounds as the other sections: the peers' loads are whole
+        # processes of up to 4 s each, and make bench keeps to about 10 minutes.
+        ("load", "Load + fold", lambda: bench_load(10_000 if quick else 100_000, rounds)),
         (
             "per-turn",
             "Per-turn cost under the frameworks",
