@@ -26,6 +26,16 @@ layer for one user message answered after one tool call:
   capability's hooks for the same run. Peer: the pattern of Pydantic AI's
   chat app example (one SQLite row of `ModelMessagesTypeAdapter` JSON per
   run, every row validated back on load).
+- LangGraph: `graph.invoke` of a tool-calling graph (a scripted model node
+  and a `ToolNode`) on LangGraph's own `SqliteSaver`, durability "sync".
+  turnlog is not a checkpointer: it records the calls beside one, so its
+  side is the same graph with `TurnlogToolWrapper` on the tool node and
+  `finish` after the run. These rows show what turnlog adds to a LangGraph
+  turn; no target compares the two as if one replaced the other.
+
+Growth: the factor (cost at the longest / at the shortest) is shown for each
+side, and the target is on the slope (what 1,000 more items add to a turn):
+a factor alone rewards a side for a high fixed cost.
 """
 
 from __future__ import annotations
