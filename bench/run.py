@@ -1077,7 +1077,8 @@ def machine() -> list[str]:
         f"- date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
         f"- machine: {platform.platform()}, {cpu}, {os.cpu_count()} cores, {mem_gb:.0f} GiB RAM, {fs} file system",
         f"- Python {platform.python_version()}; turnlog {turnlog.__version__}, msgspec {version('msgspec')}, orjson {version('orjson')}",
-        f"- peers: openai-agents {version('openai-agents')}, langgraph {version('langgraph')}, "
+        f"- peers: openai-agents {version('openai-agents')}, pydantic-ai-slim "
+        f"{version('pydantic-ai-slim')}, langgraph {version('langgraph')}, "
         f"langgraph-checkpoint-sqlite {version('langgraph-checkpoint-sqlite')}, langchain-community {version('langchain-community')}",
     ]
 
