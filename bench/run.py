@@ -24,11 +24,16 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import per_turn
+from registry import Target, Verdict, check
+from registry import table as registry_table
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / ".bench-data"
@@ -427,8 +432,24 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
         mode: turnlog.open(directory / f"{mode}.jsonl", durability=mode)  # type: ignore[arg-type]
         for mode in ("always", "barrier")
     }
+    # Each append dispatches a call of its own (the write order refuses a
+    # call dispatched twice, or one no assistant message asked for): one
+    # assistant message asks for all of them first. The ids have the width of
+    # the raw side's, so every subject writes lines of the same length.
+    calls = per_block + blocks * per_block
+    ids = {mode: iter(f"call_{i:016x}" for i in range(calls)) for mode in logs}
     for log in logs.values():
         log.append(ev.TurnStart(turn=1, revivals=0))
+        log.append(
+            ev.AssistantMessage(
+                tool_calls=[
+                    ev.ToolCall(id=f"call_{i:016x}", name="write_file") for i in range(calls)
+                ]
+            )
+        )
+
+    def dispatch_next(mode: str) -> None:
+        logs[mode].append(ev.ToolDispatch(call_id=next(ids[mode]), name="write_file"))
 
     # The store's writer alone, without the Log above it (no lock, checks or
     # fold): what the durable append costs below the API, for the notes.
@@ -445,8 +466,8 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
 
     subjects: dict[str, Callable[[], Any]] = {
         "raw": raw,
-        "always": lambda: logs["always"].append(dispatch),
-        "barrier": lambda: logs["barrier"].append(dispatch),
+        "always": lambda: dispatch_next("always"),
+        "barrier": lambda: dispatch_next("barrier"),
         "writer": writer_alone,
     }
     for run in subjects.values():  # warm every subject the same
@@ -545,6 +566,7 @@ def bench_durable(blocks: int, per_block: int) -> list[dict[str, Any]]:
     raw_us = [s * 1e6 for s in result["per_op"]["raw"]]
     rows.append(
         {
+            "id": "durable.raw",
             "workload": f"durable append, {result['ops']:,} ops each, paired blocks",
             "subject": "os.write + fdatasync",
             **summary(raw_us),
@@ -552,16 +574,17 @@ def bench_durable(blocks: int, per_block: int) -> list[dict[str, Any]]:
             "ratio": 1.0,
         }
     )
-    for name, label in (
-        ("always", "turnlog always"),
-        ("barrier", "turnlog barrier (dispatch)"),
-        ("barrier/always", "barrier over always (same work)"),
-        ("writer", "floor: the store's writer alone, no Log layer"),
+    for name, row_id, label in (
+        ("always", "durable.always", "turnlog always"),
+        ("barrier", "durable.barrier", "turnlog barrier (dispatch)"),
+        ("barrier/always", "durable.barrier-over-always", "barrier over always (same work)"),
+        ("writer", "durable.floor.writer", "floor: the store's writer alone, no Log layer"),
     ):
         ratios = result["ratios"][name]
         low, high = spread(ratios)
         per_op = result["per_op"].get(name)
         row = {
+            "id": row_id,
             "workload": f"durable append, {result['ops']:,} ops each, paired blocks",
             "subject": label,
             "unit": "µs/append" if per_op else "ratio",
@@ -622,6 +645,7 @@ def bench_nondurable(rounds: int, count: int) -> list[dict[str, Any]]:
                 continue
             rows.append(
                 {
+                    "id": f"nondurable.{kind}.{name}",
                     "workload": f"non-durable append, {label}",
                     "subject": subject,
                     **summary(rates[name]),
@@ -637,6 +661,7 @@ def bench_marginal(lengths: list[int], rounds: int) -> list[dict[str, Any]]:
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     text = "Please summarise the attached report and list three follow-ups. " * 2
+    # The keys of `subjects` are display labels; row ids come from the task names.
     subjects = {
         "turnlog (barrier), reopened": ("marginal-turnlog", ".jsonl", 2_000, 5.0),
         "openai-agents SQLiteSession.add_items": ("marginal-sqlite", ".db", 50, 5.0),
@@ -673,6 +698,7 @@ def bench_marginal(lengths: list[int], rounds: int) -> list[dict[str, Any]]:
             seconds = per[(subject, length)]
             rows.append(
                 {
+                    "id": f"marginal.{subjects[subject][0].removeprefix('marginal-')}@{length}",
                     "workload": "marginal append vs session length (median append)",
                     "subject": f"{subject} @ {length:,}",
                     **summary([s * 1e6 for s in seconds]),
@@ -723,6 +749,7 @@ def bench_load(events: int, rounds: int) -> list[dict[str, Any]]:
     base.mkdir(parents=True)
     path = base / "load.jsonl"
     count = write_session(path, events=events, result_bytes=400, crashed=False)
+    # Display label -> (task, argument); row ids are the task names.
     subjects = {
         "bare orjson line loop": ("load-orjson", str(path)),
         "turnlog read + fold": ("load-turnlog", str(path)),
@@ -773,6 +800,7 @@ def bench_load(events: int, rounds: int) -> list[dict[str, Any]]:
         seconds = [r["seconds"] for r in runs]
         rows.append(
             {
+                "id": subjects[name][0].replace("-", ".", 1),
                 "workload": f"load + fold, the same {count:,} records, {path.stat().st_size / 1e6:.0f} MB",
                 "subject": name,
                 **summary([s * 1e3 for s in seconds]),
@@ -837,14 +865,15 @@ def bench_detection(sizes: dict[str, int], rounds: int) -> list[dict[str, Any]]:
             scan_median = statistics.median(r["seconds"] for r in reference)
             kind = "stamped" if stamp else "without the revivals stamp"
             subjects = [
-                ("turnlog inspect (library, tail)", runs["inspect"]),
-                ("turnlog inspect --json (whole process)", runs["process"]),
+                ("library", "turnlog inspect (library, tail)", runs["inspect"]),
+                ("process", "turnlog inspect --json (whole process)", runs["process"]),
             ]
             if stamp:
-                subjects.append(("forward scan (read + decode)", runs["scan"]))
-            for subject, measured in subjects:
+                subjects.append(("scan", "forward scan (read + decode)", runs["scan"]))
+            for role, subject, measured in subjects:
                 seconds = [r["seconds"] for r in measured]
                 row = {
+                    "id": f"detect.{label.replace(' ', '')}.{'stamped' if stamp else 'unstamped'}.{role}",
                     "workload": f"crash detection, {label}, {kind}",
                     "subject": subject,
                     **summary([s * 1e3 for s in seconds]),
@@ -871,6 +900,7 @@ def bench_recover(label: str, size: int, rounds: int) -> list[dict[str, Any]]:
     seconds = [r["seconds"] for r in runs]
     return [
         {
+            "id": "recover.turnlog",
             "workload": f"recover, {label} crashed session",
             "subject": "turnlog recover (library)",
             **summary([s * 1e3 for s in seconds]),
@@ -885,10 +915,12 @@ def bench_recover(label: str, size: int, rounds: int) -> list[dict[str, Any]]:
 
 def _paired_rows(name: str, result: dict[str, Any], bare_label: str) -> list[dict[str, Any]]:
     workload = f"{name} durable append, {result['ops']:,} ops each, paired blocks"
+    store = {"SQLite": "sqlite", "PostgreSQL": "postgres"}[name]
     ratios = result["ratios"]["turnlog"]
     low, high = spread(ratios)
     return [
         {
+            "id": f"store.{store}.bare",
             "workload": workload,
             "subject": bare_label,
             **summary([s * 1e6 for s in result["per_op"]["bare"]]),
@@ -896,6 +928,7 @@ def _paired_rows(name: str, result: dict[str, Any], bare_label: str) -> list[dic
             "ratio": 1.0,
         },
         {
+            "id": f"store.{store}.turnlog",
             "workload": workload,
             "subject": f"turnlog {name} store, always",
             **summary([s * 1e6 for s in result["per_op"]["turnlog"]]),
@@ -931,6 +964,7 @@ def bench_stores(quick: bool, rounds: int) -> list[dict[str, Any]]:
         "turnlog JSONL store": f"jsonl:{jsonl_dir}",
         "turnlog SQLite store": f"sqlite:///{database}",
     }
+    ids = {"turnlog JSONL store": "store.load.jsonl", "turnlog SQLite store": "store.load.sqlite"}
     seconds: dict[str, list[float]] = {name: [] for name in subjects}
     for _ in range(rounds):
         for name, store_url in subjects.items():
@@ -941,6 +975,7 @@ def bench_stores(quick: bool, rounds: int) -> list[dict[str, Any]]:
     for name, values in seconds.items():
         rows.append(
             {
+                "id": ids[name],
                 "workload": f"load + fold, {count:,} events, by store",
                 "subject": name,
                 **summary([v * 1e3 for v in values]),
@@ -962,6 +997,7 @@ def bench_stores(quick: bool, rounds: int) -> list[dict[str, Any]]:
         workload = f"sweep, PostgreSQL, {sessions:,} sessions, {crashed} crashed"
         rows.append(
             {
+                "id": "sweep.find",
                 "workload": workload,
                 "subject": "find the crashed (index)",
                 **summary([v * 1e3 for v in fleet["find_s"]]),
@@ -972,6 +1008,7 @@ def bench_stores(quick: bool, rounds: int) -> list[dict[str, Any]]:
         repair_ms = fleet["repair_s"] * 1e3
         rows.append(
             {
+                "id": "sweep.recover-all",
                 "workload": workload,
                 "subject": f"recover all {crashed}",
                 "median": repair_ms,
@@ -1001,10 +1038,11 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         for k in ("p10", "p90", "read_kb", "written_bytes", "peak_rss_mb")
         if any(k in r for r in rows)
     ]
-    header = ["workload", "subject", "median", "min–max", "unit", "ratio", *extras]
+    header = ["id", "workload", "subject", "median", "min–max", "unit", "ratio", *extras]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in rows:
         cells = [
+            f"`{r['id']}`",
             r["workload"],
             r["subject"],
             fmt(r["median"]),
@@ -1039,162 +1077,226 @@ def machine() -> list[str]:
         f"- date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
         f"- machine: {platform.platform()}, {cpu}, {os.cpu_count()} cores, {mem_gb:.0f} GiB RAM, {fs} file system",
         f"- Python {platform.python_version()}; turnlog {turnlog.__version__}, msgspec {version('msgspec')}, orjson {version('orjson')}",
-        f"- peers: openai-agents {version('openai-agents')}, langgraph {version('langgraph')}, "
+        f"- peers: openai-agents {version('openai-agents')}, pydantic-ai-slim "
+        f"{version('pydantic-ai-slim')}, langgraph {version('langgraph')}, "
         f"langgraph-checkpoint-sqlite {version('langgraph-checkpoint-sqlite')}, langchain-community {version('langchain-community')}",
     ]
 
 
-def find(rows: list[dict[str, Any]], workload: str, subject: str) -> dict[str, Any] | None:
-    return next(
-        (
-            r
-            for r in rows
-            if r["workload"].startswith(workload) and r["subject"].startswith(subject)
+def register_targets(config: dict[str, Any]) -> list[Target]:
+    """Every target of a run, by id, with the row it judges and the baseline,
+    floor or peer beside it (by row id). `config` holds the sizes the run
+    uses, so the ids name the rows this run makes; a target whose row is
+    missing is missed (see registry.check)."""
+    largest = config["detect_largest"]
+    longest = config["marginal_lengths"][-1]
+    targets = [
+        # Item 16: the figures that were blocked by their floors are guarded
+        # against those floors, measured in the same run.
+        Target(
+            "load.vs-floor",
+            "load + fold within 1.5× checking and decoding each line with no fold",
+            "load.turnlog",
+            "<=",
+            1.5,
+            mode="ratio",
+            baseline="load.floor",
         ),
-        None,
-    )
-
-
-def targets(rows: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
-    """(target, measured, met) for every target the run has rows for."""
-    out: list[tuple[str, str, bool]] = []
-    t = find(rows, "load + fold", "turnlog")
-    s = find(rows, "load + fold", "openai-agents")
-    o = find(rows, "load + fold", "bare orjson")
-    if t and s:
-        speedup = s["median"] / t["median"]
-        out.append(
-            (
-                "load + fold ≥ 4× faster than SQLiteSession.get_items, same records",
-                f"{speedup:.2f}× faster",
-                speedup >= 4,
-            )
-        )
-    if t and o:
-        ratio = t["median"] / o["median"]
-        out.append(("load + fold ≤ 1.25× a bare orjson line loop", f"{ratio:.3f}×", ratio <= 1.25))
-    mix = find(rows, "non-durable append, reference loop's mix", "turnlog")
-    if mix:
-        out.append(
-            (
-                "non-durable append of the reference loop's mix ≥ 200,000 events/s, fold current",
-                f"{mix['median']:,.0f} events/s",
-                mix["median"] >= 200_000,
-            )
-        )
-    for subject in ("turnlog always", "turnlog barrier"):
-        r = find(rows, "durable append", subject)
-        if r:
-            out.append(
-                (
-                    f"durable append ({subject}) ≤ 1.1× write + fdatasync, paired median",
-                    f"{r['ratio']:.3f}× (p10–p90 {r['p10']:.3f}–{r['p90']:.3f})",
-                    r["ratio"] <= 1.1,
-                )
-            )
-    for r in rows:
-        if r["workload"].startswith("crash detection, 1 GB, without") and "process" in r["subject"]:
-            seconds = r["median"] / 1e3
-            out.append(
-                (
-                    "inspect on 1 GB without the revivals stamp ≤ 1 s and ≤ 64 MB (process)",
-                    f"{seconds:.2f} s, {r['peak_rss_mb']:.0f} MB",
-                    seconds <= 1 and r["peak_rss_mb"] <= 64,
-                )
-            )
-    marginal = [
-        x
-        for x in rows
-        if x["workload"].startswith("marginal") and x["subject"].startswith("turnlog")
+        Target(
+            "load.vs-sqlite-session",
+            "load + fold at least 2× faster than SQLiteSession.get_items, same records",
+            "load.turnlog",
+            ">=",
+            2.0,
+            mode="speedup",
+            baseline="load.sqlite",
+        ),
+        Target(
+            "load.vs-orjson",
+            "load + fold within 1.25× a bare orjson line loop",
+            "load.turnlog",
+            "<=",
+            1.25,
+            mode="ratio",
+            baseline="load.orjson",
+        ),
+        Target(
+            "durable.always",
+            "durable append (always) within 1.2× write + fdatasync, paired median",
+            "durable.always",
+            "<=",
+            1.2,
+            field="ratio",
+            baseline="durable.raw",
+        ),
+        Target(
+            "durable.barrier",
+            "durable append (barrier, a dispatch) within 1.2× write + fdatasync, paired median",
+            "durable.barrier",
+            "<=",
+            1.2,
+            field="ratio",
+            baseline="durable.raw",
+        ),
+        Target(
+            "nondurable.mix",
+            "non-durable append of the reference loop's mix at least 0.4× its "
+            "build-encode-write floor (events/s), fold current",
+            "nondurable.mix.turnlog",
+            ">=",
+            0.4,
+            mode="ratio",
+            baseline="nondurable.mix.floor",
+        ),
+        Target(
+            "detect.unstamped.time",
+            f"inspect on {largest} without the revivals stamp, whole process, within 1 s",
+            f"detect.{largest.replace(' ', '')}.unstamped.process",
+            "<=",
+            1000.0,
+            unit=" ms",
+        ),
+        Target(
+            "detect.unstamped.memory",
+            f"inspect on {largest} without the revivals stamp, whole process, within 64 MB",
+            f"detect.{largest.replace(' ', '')}.unstamped.process",
+            "<=",
+            64.0,
+            field="peak_rss_mb",
+            unit=" MB",
+        ),
+        Target(
+            "detect.read",
+            f"detection on {largest} reads at most 1 MB",
+            f"detect.{largest.replace(' ', '')}.stamped.library",
+            "<=",
+            1024.0,
+            field="read_kb",
+            unit=" KB",
+        ),
+        Target(
+            "detect.vs-scan",
+            f"detection on {largest} at least 100× faster than a forward scan",
+            f"detect.{largest.replace(' ', '')}.stamped.library",
+            ">=",
+            100.0,
+            mode="speedup",
+            baseline=f"detect.{largest.replace(' ', '')}.stamped.scan",
+        ),
+        Target(
+            "marginal.flat",
+            f"marginal append at {longest:,} events within 1.2× at "
+            f"{config['marginal_lengths'][0]:,}",
+            f"marginal.turnlog@{longest}",
+            "<=",
+            1.2,
+            mode="ratio",
+            baseline=f"marginal.turnlog@{config['marginal_lengths'][0]}",
+        ),
+        Target(
+            "store.sqlite.durable",
+            "SQLite durable append within 1.3× a bare driver INSERT + commit, paired median",
+            "store.sqlite.turnlog",
+            "<=",
+            1.3,
+            field="ratio",
+            baseline="store.sqlite.bare",
+        ),
+        Target(
+            "store.postgres.durable",
+            "PostgreSQL durable append within 1.3× a bare driver INSERT + commit, paired median",
+            "store.postgres.turnlog",
+            "<=",
+            1.3,
+            field="ratio",
+            baseline="store.postgres.bare",
+        ),
+        Target(
+            "store.load.sqlite",
+            "load + fold from SQLite within 1.5× from JSONL",
+            "store.load.sqlite",
+            "<=",
+            1.5,
+            mode="ratio",
+            baseline="store.load.jsonl",
+        ),
+        Target(
+            "sweep.find",
+            f"sweep finds the crashed among {config['sweep_sessions']:,} PostgreSQL sessions "
+            "within 1 s",
+            "sweep.find",
+            "<=",
+            1000.0,
+            unit=" ms",
+        ),
     ]
-    if marginal:
-        last = marginal[-1]
-        out.append(
-            (
-                f"marginal append {last['subject'].split('@')[1].strip()} ≤ 1.2× @ 100",
-                f"{last['ratio']:.3f}×",
-                last["ratio"] <= 1.2,
-            )
-        )
-    for name in ("SQLite", "PostgreSQL"):
-        r = find(rows, f"{name} durable append", "turnlog")
-        if r:
-            out.append(
-                (
-                    f"{name} durable append ≤ 1.3× a bare driver INSERT + commit, paired median",
-                    f"{r['ratio']:.3f}× (p10–p90 {r['p10']:.3f}–{r['p90']:.3f})",
-                    r["ratio"] <= 1.3,
+    # Item 15: per-turn cost under the frameworks, against each one's own
+    # persistence, at every length; and the cost added per 1,000 items no
+    # steeper than the peer's.
+    for framework in per_turn.COMPARABLE:
+        title = per_turn.TITLES[framework]
+        for length in config["turn_lengths"]:
+            targets.append(
+                Target(
+                    f"turn.{framework}@{length}",
+                    f"{title}: one turn at {length:,} items costs no more than the peer's "
+                    "(median of the rounds' paired ratios)",
+                    f"turn.{framework}.turnlog@{length}",
+                    "<=",
+                    1.0,
+                    field="ratio",
+                    baseline=f"turn.{framework}.peer@{length}",
                 )
             )
-    r = find(rows, "load + fold", "turnlog SQLite store")
-    if r:
-        out.append(
-            ("load + fold from SQLite ≤ 1.5× from JSONL", f"{r['ratio']:.3f}×", r["ratio"] <= 1.5)
-        )
-    r = find(rows, "sweep, PostgreSQL, 10,000", "find")
-    if r:
-        out.append(
-            (
-                "sweep finds 100 crashed among 10,000 PostgreSQL sessions in ≤ 1 s",
-                f"{r['median']:.1f} ms",
-                r["median"] <= 1000,
+        targets.append(
+            Target(
+                f"turn.{framework}.slope",
+                f"{title}: per-turn cost grows no steeper than the peer's "
+                f"(ms per 1,000 items, {config['turn_lengths'][0]:,} → "
+                f"{config['turn_lengths'][-1]:,})",
+                f"turn.{framework}.turnlog.slope",
+                "<=",
+                1.0,
+                mode="ratio",
+                baseline=f"turn.{framework}.peer.slope",
             )
         )
-    i = find(rows, "crash detection, 1 GB, stamped", "turnlog inspect (library")
-    f = find(rows, "crash detection, 1 GB, stamped", "forward")
-    if i and f:
-        out.append(
-            ("detection on 1 GB reads ≤ 1 MB", f"{i['read_kb']:,.0f} KB read", i["read_kb"] <= 1024)
-        )
-        speedup = f["median"] / i["median"]
-        out.append(
-            (
-                "detection on 1 GB ≥ 100× faster than a forward scan",
-                f"{speedup:,.0f}× faster",
-                speedup >= 100,
-            )
-        )
-    return out
+    return targets
 
 
-def missed_notes(rows: list[dict[str, Any]], checked: list[tuple[str, str, bool]]) -> list[str]:
+def missed_notes(rows: list[dict[str, Any]], verdicts: list[Verdict]) -> list[str]:
     """For each missed target, what bounds it, from the floor rows of the same run."""
-    missed = {name for name, _, ok in checked if not ok}
+    by_id = {r["id"]: r for r in rows}
+    missed = {v.target.id for v in verdicts if not v.met}
     notes = []
-    floor = find(rows, "load + fold", "floor")
-    peer = find(rows, "load + fold", "openai-agents")
-    if floor and peer and any(name.startswith("load + fold ≥ 4×") for name in missed):
+    floor, peer = by_id.get("load.floor"), by_id.get("load.sqlite")
+    if floor and peer and missed & {"load.vs-floor", "load.vs-sqlite-session"}:
         notes.append(
-            f"- Load against SQLiteSession: checking and decoding each line with no fold "
-            f"at all took {floor['median']:,.0f} ms, which is only "
-            f"{peer['median'] / floor['median']:.2f}× faster than SQLiteSession.get_items "
-            f"({peer['median']:,.0f} ms). No reader that checks every record's checksum "
-            "and decodes it reaches 4× here; one that skipped either would not be "
-            "measuring the same work."
+            f"- Load: checking and decoding each line with no fold at all took "
+            f"{floor['median']:,.0f} ms, {peer['median'] / floor['median']:.2f}× faster than "
+            f"SQLiteSession.get_items ({peer['median']:,.0f} ms); no reader that checks every "
+            "record's checksum and decodes it does better than that floor."
         )
-    floor = find(rows, "non-durable append, reference loop's mix", "floor")
-    mix = find(rows, "non-durable append, reference loop's mix", "turnlog")
-    if floor and mix and any(name.startswith("non-durable append") for name in missed):
-        budget_us = 1e6 / 200_000 - 1e6 / floor["median"]
+    floor, mix = by_id.get("nondurable.mix.floor"), by_id.get("nondurable.mix.turnlog")
+    if floor and mix and "nondurable.mix" in missed:
         spent_us = 1e6 / mix["median"] - 1e6 / floor["median"]
         notes.append(
-            f"- The reference loop's mix: building, stamping, encoding and writing "
-            f"each event, with nothing else, ran at {floor['median']:,.0f} events/s. "
-            f"200,000 events/s would leave {budget_us:.1f} µs per event for the fold, "
-            f"the write-order checks, the lock and the loop's context managers; they "
-            f"took {spent_us:.1f} µs."
+            f"- The reference loop's mix: building, stamping, encoding and writing each "
+            f"event, with nothing else, ran at {floor['median']:,.0f} events/s; the fold, "
+            f"the write-order checks, the lock and the loop's context managers took "
+            f"{spent_us:.1f} µs per event on top."
         )
-    writer = find(rows, "durable append", "floor")
-    if writer and any(name.startswith("durable append (") for name in missed):
+    writer = by_id.get("durable.floor.writer")
+    if writer and missed & {"durable.always", "durable.barrier"}:
         notes.append(
             f"- Durable append: the same two system calls as the baseline (write, "
-            f"fdatasync; checked with strace). The store's writer alone, with no Log "
-            f"layer, measured {writer['ratio']:.3f}× the baseline; the Log layer "
-            "(lock, checks, fold) adds the rest. On this virtual disk the CPU work "
-            "between two fdatasyncs runs several times slower than warm: a dispatch "
-            "append spent 33 µs outside the sync, against 7.6 µs for the bare loop, "
-            "when its CPU work alone is 4.3 µs warm."
+            f"fdatasync). The store's writer alone, with no Log layer, measured "
+            f"{writer['ratio']:.3f}× the baseline; the Log layer (lock, checks, fold) adds "
+            "the rest."
         )
+    for v in verdicts:
+        if not v.met and v.missing:
+            notes.append(f"- `{v.target.id}`: its row was not produced ({', '.join(v.missing)}).")
     return notes
 
 
@@ -1223,6 +1325,19 @@ own rows. A missed target now fails the run. Each section starts after
 had written their files and 1.16-1.26× alone, so a section no longer shares
 the disk with another's writeback. Rows marked "floor" do part of a
 subject's work with nothing around it, to show what bounds a target.
+
+Targets are registered by id (`register_targets` in bench/run.py, checked by
+bench/registry.py): each names the row it judges and the baseline, floor or
+peer beside it by the rows' ids, not their labels, and a target whose row
+the run did not make is missed, so the run exits 1. Three targets that their
+own floors showed out of reach are now guards against those floors, measured
+in the same run: load + fold within 1.5× checking and decoding each line (the
+floor was 3.1× faster than SQLiteSession, so "4× SQLiteSession" could not be
+met by any checked reader; it is now ≥ 2×), durable append within 1.2× a bare
+write + fdatasync (was 1.1×: the store's writer alone measured 1.14×), and
+the reference loop's mix at least 0.4× the events/s of building, stamping,
+encoding and writing the same events with nothing else (was 200,000
+events/s, above 0.65× of that floor).
 """
 
 
@@ -1232,6 +1347,11 @@ def main() -> None:
         "--quick", action="store_true", help="Small sizes, few rounds (a smoke run)."
     )
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
+    parser.add_argument(
+        "--sections",
+        help="Only these sections (comma-separated keys, e.g. per-turn,load); the "
+        "targets of the others are then missed and the run exits 1.",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -1241,60 +1361,111 @@ def main() -> None:
     rounds = 3 if quick else 5
     started = time.perf_counter()
     sizes = {"1 MB": 1 << 20} if quick else {"1 MB": 1 << 20, "100 MB": 100 << 20, "1 GB": GB}
+    config = {
+        "detect_largest": list(sizes)[-1],
+        "marginal_lengths": [100, 1_000] if quick else [100, 10_000, 100_000],
+        "turn_lengths": [100, 1_000, 10_000],
+        "sweep_sessions": 1_000 if quick else 10_000,
+    }
     sections = [
-        ("Durable append", lambda: bench_durable(20 if quick else 150, 10 if quick else 20)),
-        ("Non-durable append", lambda: bench_nondurable(rounds, 13_000 if quick else 130_000)),
         (
-            "Append cost vs session length",
-            lambda: bench_marginal(
-                [100, 1_000] if quick else [100, 10_000, 100_000], 2 if quick else 5
-            ),
+            "durable",
+            "Durable append",
+            lambda: bench_durable(20 if quick else 150, 10 if quick else 20),
         ),
-        # Loads are short and the machine's neighbours are not: more rounds.
-        ("Load + fold", lambda: bench_load(10_000 if quick else 100_000, rounds + 4)),
-        ("Crash detection", lambda: bench_detection(sizes, 3)),
         (
+            "nondurable",
+            "Non-durable append",
+            lambda: bench_nondurable(rounds, 13_000 if quick else 130_000),
+        ),
+        (
+            "marginal",
+            "Append cost vs session length",
+            lambda: bench_marginal(config["marginal_lengths"], 2 if quick else 3),
+        ),
+        # As many rounds as the other sections: the peers' loads are whole
+        # processes of up to 4 s each, and make bench keeps to about 10 minutes.
+        ("load", "Load + fold", lambda: bench_load(10_000 if quick else 100_000, rounds)),
+        (
+            "per-turn",
+            "Per-turn cost under the frameworks",
+            lambda: per_turn.bench(config["turn_lengths"], 2 if quick else 3),
+        ),
+        ("detect", "Crash detection", lambda: bench_detection(sizes, 3)),
+        (
+            "recover",
             "Recover",
             lambda: bench_recover("1 MB" if quick else "1 GB", 1 << 20 if quick else GB, 3),
         ),
-        ("Stores", lambda: bench_stores(quick, rounds)),
+        ("stores", "Stores", lambda: bench_stores(quick, rounds)),
     ]
+    if args.sections:
+        wanted = set(args.sections.split(","))
+        unknown = wanted - {key for key, _, _ in sections}
+        if unknown:
+            parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+        sections = [s for s in sections if s[0] in wanted]
     command = "python bench/run.py" + (" --quick" if quick else "")
+    if args.sections:
+        command += f" --sections {args.sections}"
     report = [
         "# Benchmarks",
         "",
-        f"Produced by `make bench` (`{command}`). Every ratio is against a baseline",
-        "measured in the same run; medians over rounds, min–max beside them. The",
-        "machine is shared and noisy: read ratios, not absolutes.",
+        f"Produced by `make bench`, which runs `{command}` for every table down to",
+        "the targets (each section below names its own command otherwise). Every",
+        "ratio is against a baseline measured in the same run; medians over",
+        "rounds, min–max beside them. Each row has a stable id; the targets name",
+        "their rows, and the baseline, floor or peer beside them, by id.",
         "",
         *machine(),
         "",
         CORRECTIONS,
     ]
-    all_rows = []
-    for title, run in sections:
+    all_rows: list[dict[str, Any]] = []
+    failed: list[str] = []
+    timings: list[str] = []
+    for key, title, run in sections:
         # The gigabytes an earlier section wrote are flushed before the next
         # one starts, so no section shares the disk with another's writeback.
         os.sync()
         print(f"== {title}", flush=True)
-        rows = run()
+        section_start = time.perf_counter()
+        try:
+            rows = run()
+        except Exception:
+            # The run goes on; this section's targets are missed below.
+            traceback.print_exc()
+            failed.append(key)
+            report += [
+                f"## {title}",
+                "",
+                f"The section failed (`{key}`); see the run's output.",
+                "",
+            ]
+            continue
         all_rows += rows
         lines = table(rows)
         print("\n".join(lines), flush=True)
+        seconds = time.perf_counter() - section_start
+        timings.append(f"{key} {seconds:.0f} s")
+        print(f"({key}: {seconds:.0f} s)", flush=True)
         report += [f"## {title}", "", *lines, ""]
+        if key == "per-turn":
+            report += [per_turn.METHOD, ""]
     report += [
         "Page cache warm for every read: the files were just written or read.",
         "",
     ]
-    checked = targets(all_rows)
-    target_lines = [
-        f"| {name} | {measured} | {'met' if ok else 'MISSED'} |" for name, measured, ok in checked
-    ]
-    report += ["## Targets", "", "| target | measured | |", "|---|---|---|", *target_lines, ""]
-    notes = missed_notes(all_rows, checked)
+    verdicts = check(register_targets(config), all_rows)
+    target_lines = registry_table(verdicts)
+    report += ["## Targets", "", *target_lines, ""]
+    notes = missed_notes(all_rows, verdicts)
     if notes:
         report += ["What bounds the missed targets, from the floors of this run:", "", *notes, ""]
-    report += [f"Total run time: {time.perf_counter() - started:.0f} s.", ""]
+    report += [
+        f"Total run time: {time.perf_counter() - started:.0f} s ({', '.join(timings)}).",
+        "",
+    ]
     print("\n".join(target_lines))
     out_path = Path(args.out)
     # Sections other benchmarks keep in the same file (bench/rescue_scan.py)
@@ -1307,11 +1478,15 @@ def main() -> None:
             kept = "\n" + previous[start:].rstrip("\n") + "\n"
     out_path.write_text("\n".join(report) + kept)
     print(f"wrote {args.out}")
-    missed = [name for name, _, ok in checked if not ok]
+    missed = [v.target.id for v in verdicts if not v.met]
+    if failed:
+        print(f"FAILED sections: {', '.join(failed)}", file=sys.stderr)
     if missed:
         print(
-            f"MISSED {len(missed)} of {len(checked)} targets: " + "; ".join(missed), file=sys.stderr
+            f"MISSED {len(missed)} of {len(verdicts)} targets: " + ", ".join(missed),
+            file=sys.stderr,
         )
+    if missed or failed:
         sys.exit(1)
 
 

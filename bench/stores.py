@@ -150,7 +150,8 @@ def sweep_fleet(dsn: str, sessions: int, crashed: int) -> dict[str, Any]:
     from turnlog import events as ev
     from turnlog.stores.jsonl_record import encode_line
     from turnlog.stores.postgres import PostgresStore
-    from turnlog.transfer import sweep, write_events
+    from turnlog.sweeper import sweep
+    from turnlog.transfer import write_events
 
     schema = f"bench_sweep_{os.getpid()}"
     store = PostgresStore(dsn, schema=schema)
