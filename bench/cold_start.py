@@ -175,8 +175,8 @@ def record(args: argparse.Namespace, lines: list[str]) -> None:
     section = f"""{MARK}
 ## Cold start: `turnlog inspect --json` as a whole process
 
-Command: `python bench/cold_start.py --rounds {args.rounds} --record` (run on its own;
-not part of `make bench`). Date: {when}.
+Command: `python bench/cold_start.py --rounds {args.rounds} --record` (part of
+`make bench`). Date: {when}.
 
 Each subject is a fresh process, started and waited for, with its
 bytecode compiled as an installed package has it; the rounds rotate the
