@@ -5,8 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Test workers: one per core (pytest-xdist), handed tests one by one as they
 # free up; tests that share what one process gathered (a report over a file's
-# cases, a module fixture) carry an `xdist_group` mark and go to one worker
-# together. `make test JOBS=0` runs in one process.
+# cases, a module fixture) are listed in tests/conftest.py (ONE_WORKER) and go
+# to one worker together. `make test JOBS=0` runs in one process.
 JOBS ?= auto
 DIST := --dist loadgroup
 

@@ -10,6 +10,7 @@ renamed or dropped row fails the run instead of silently losing its target.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ class Target:
     def __post_init__(self) -> None:
         if self.op not in _OPS:
             raise ValueError(f"target {self.id}: op {self.op!r} is not <= or >=")
+        if self.mode not in ("value", "ratio", "speedup"):
+            raise ValueError(f"target {self.id}: mode {self.mode!r} is not value, ratio or speedup")
         if self.mode in ("ratio", "speedup") and self.baseline is None:
             raise ValueError(f"target {self.id}: a {self.mode} needs a baseline row id")
 
@@ -51,9 +54,13 @@ class Verdict:
     row_text: str
     baseline_text: str
     missing: tuple[str, ...] = ()
+    # Why a figure that is there could not be judged.
+    unjudged: str = ""
 
     @property
     def measured(self) -> str:
+        if self.unjudged:
+            return self.unjudged
         if self.missing:
             return "row missing: " + ", ".join(self.missing)
         assert self.value is not None
@@ -118,12 +125,19 @@ def check(targets: Iterable[Target], rows: Iterable[dict[str, Any]]) -> list[Ver
             continue
         assert row is not None
         value = float(row[target.field])
-        if target.mode == "ratio":
+        if target.mode != "value":
             assert base is not None
-            value = value / float(base[target.field])
-        elif target.mode == "speedup":
-            assert base is not None
-            value = float(base[target.field]) / value
+            # A ratio over zero, a negative or a non-number proves nothing
+            # (timing noise can make a slope negative): missed, and said why.
+            divisor = float(base[target.field]) if target.mode == "ratio" else value
+            if not (math.isfinite(divisor) and divisor > 0):
+                why = f"{target.mode} over a non-positive figure ({divisor})"
+                verdicts.append(Verdict(target, False, None, "", "", unjudged=why))
+                continue
+            if target.mode == "ratio":
+                value = value / divisor
+            else:
+                value = float(base[target.field]) / divisor
         met = bool(_OPS[target.op](value, target.bound))
         verdicts.append(
             Verdict(

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
 from postgres_server import REQUIRE_ENV, postgres_dsn
 from turnlog.selfcheck import ENV as SELF_CHECK_ENV
@@ -43,23 +42,25 @@ def one_worker_group(nodeid: str) -> str | None:
     return path if names is None or name in names else None
 
 
-class GroupedLoad(LoadScopeScheduling):  # type: ignore[misc]
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """`--dist loadgroup` with the groups of ONE_WORKER: each group is one
     unit of work (the bigger ones handed out first), every other test its own.
 
     The same as pytest-xdist's `xdist_group` mark would do; that mark renames
     a test's node id, which the pytest this project runs no longer allows.
+    Optional, and xdist imported here: a run without xdist needs neither.
     """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    def _split_scope(self, nodeid: str) -> str:
-        group = one_worker_group(nodeid)
-        return nodeid if group is None else f"group: {group}"
+    class GroupedLoad(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            group = one_worker_group(nodeid)
+            return nodeid if group is None else f"group: {group}"
 
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> GroupedLoad | None:
-    if config.getvalue("dist") == "loadgroup":
-        return GroupedLoad(config, log)
-    return None
+    return GroupedLoad(config, log)
 
 
 @pytest.fixture(scope="session")

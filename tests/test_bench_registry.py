@@ -101,3 +101,16 @@ def test_the_runner_registers_every_target_on_rows_it_makes() -> None:
         assert restated in ids
     # With no rows at all, every target is missed: nothing passes by absence.
     assert not any(v.met for v in check(targets, []))
+
+
+@pytest.mark.parametrize("peer_slope", [0.0, -3.0, float("nan")])
+def test_a_ratio_over_a_non_positive_baseline_is_missed_not_met(peer_slope: float) -> None:
+    target = Target("t", "grows no steeper", "a", "<=", 1.0, mode="ratio", baseline="b")
+    [verdict] = check([target], [row("a", 2.0), row("b", peer_slope)])
+    assert not verdict.met
+    assert "non-positive" in verdict.measured
+
+
+def test_a_target_with_an_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        Target("t", "typo", "a", "<=", 1.0, mode="ration", baseline="b")  # type: ignore[arg-type]

@@ -613,3 +613,24 @@ def test_a_cancelled_close_still_releases_the_session(kind: str, tmp_path: Path)
 
     asyncio.run(main())
     wait_until_released(store, "c", timeout_s=2.0)
+
+
+def test_a_second_close_waits_for_what_was_queued_before_the_first(tmp_path: Path) -> None:
+    store = make_store("jsonl", tmp_path)
+    turnlog.open(store, "c", create=True).close()
+
+    async def main() -> None:
+        log = await aopen(store, "c")
+        busy = asyncio.ensure_future(log.call(time.sleep, 0.2))
+        queued = asyncio.ensure_future(log.user("queued before close"))
+        await asyncio.sleep(0.01)
+        first, second = asyncio.ensure_future(log.close()), asyncio.ensure_future(log.close())
+        await asyncio.gather(busy, queued, first, second)
+        with pytest.raises(turnlog.UsageError, match="closed"):
+            await log.user("after close")
+
+    asyncio.run(main())
+    assert [e.data for e in events_of(store, "c")][1:] == [
+        ev.UserMessage(content="queued before close")
+    ]
+    wait_until_released(store, "c", timeout_s=2.0)

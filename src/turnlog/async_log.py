@@ -7,7 +7,7 @@ import contextlib
 import functools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
@@ -15,6 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 from turnlog import events as ev
 from turnlog.dispatch import Dispatch, begin_dispatch_with
 from turnlog.durability import Durability
+from turnlog.errors import UsageError
 from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
 from turnlog.fold import Message
 from turnlog.log import Log
@@ -67,10 +68,17 @@ class AsyncLog:
         self._executor = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"turnlog-{log.session_id[:32]}"
         )
+        self._closing: Future[None] | None = None
 
     async def _run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        try:
+            future = loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        except RuntimeError:  # the writer thread is shut down: the handle is closing
+            raise UsageError(
+                "the log is closed", hint="open the session again to write to it"
+            ) from None
+        return await future
 
     def call_soon(self, fn: Callable[_P, Any], *args: _P.args, **kwargs: _P.kwargs) -> None:
         """Queue `fn` on the writer thread without waiting for it (from a
@@ -183,14 +191,13 @@ class AsyncLog:
         The close runs on the writer thread after what was queued before it,
         and a cancelled caller (an event loop shutting down cancels its tasks)
         still closes: a close left queued and cancelled would keep the
-        session's lock for the rest of the process.
+        session's lock for the rest of the process. A second close waits for
+        the first.
         """
-        try:
-            closing = self._executor.submit(self.log.close)
-        except RuntimeError:  # the writer thread is gone: closed before
-            self.log.close()
-            return
-        self._executor.shutdown(wait=False)
+        closing = self._closing
+        if closing is None:
+            closing = self._closing = self._executor.submit(self.log.close)
+            self._executor.shutdown(wait=False)
         await asyncio.shield(asyncio.wrap_future(closing))
 
     async def __aenter__(self) -> AsyncLog:

@@ -14,6 +14,7 @@ PostgreSQL stores. Needs pytest.
 from turnlog.testing.basics import BasicContract
 from turnlog.testing.concurrency import ConcurrencyContract
 from turnlog.testing.support import CONTRACT_LOG
+from turnlog.testing.support import LOG as LOG  # the name earlier releases used
 from turnlog.testing.whole_session import WholeSessionContract
 
 __all__ = ["CONTRACT_LOG", "StoreContract"]
