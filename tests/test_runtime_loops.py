@@ -594,11 +594,16 @@ def test_the_notice_role_is_recorded_and_every_export_stays_valid(store: Store) 
         assert turnlog.revive(log).reason == "already_revived"
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
-def test_a_cancelled_close_still_releases_the_session(kind: str, tmp_path: Path) -> None:
+@pytest.fixture(params=(*STORES, "postgres"))
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+    """Every backend, PostgreSQL's advisory lock included: what a close releases."""
+    return make_store(request.param, tmp_path, request)
+
+
+def test_a_cancelled_close_still_releases_the_session(any_store: Store) -> None:
     """An event loop that ends cancels its tasks, a child's close among
     them: the close, queued behind a slow write, must still release the lock."""
-    store = make_store(kind, tmp_path)
+    store = any_store
     turnlog.open(store, "c", create=True).close()
 
     async def main() -> None:
@@ -615,8 +620,8 @@ def test_a_cancelled_close_still_releases_the_session(kind: str, tmp_path: Path)
     wait_until_released(store, "c", timeout_s=2.0)
 
 
-def test_a_second_close_waits_for_what_was_queued_before_the_first(tmp_path: Path) -> None:
-    store = make_store("jsonl", tmp_path)
+def test_a_second_close_waits_for_what_was_queued_before_the_first(any_store: Store) -> None:
+    store = any_store
     turnlog.open(store, "c", create=True).close()
 
     async def main() -> None:
