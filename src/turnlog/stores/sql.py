@@ -117,6 +117,10 @@ class SQLStore(Store):
 
     # -- writing: the template every SQL backend fills in -------------------------
 
+    def _ready_to_write(self) -> None:
+        """Make the store ready for a new session. The default does nothing:
+        the connection that takes the lock readies the schema (`_connect`)."""
+
     @abc.abstractmethod
     def _lock_session(self, session_id: str, *, force: bool) -> Any:
         """Take the session's writer lock (with `force`, only open what holds
@@ -152,7 +156,7 @@ class SQLStore(Store):
         """The session row and its header in one transaction, under the
         session's lock, which the returned writer keeps."""
         session_id = validate_header(header)
-        self.init()
+        self._ready_to_write()
         site = holders.caller_site()
         lock = self._lock_session(session_id, force=False)
         try:
@@ -191,7 +195,7 @@ class SQLStore(Store):
         appears whole or not at all."""
         stream = iter(events)
         header, session_id = first_of_session(stream)
-        self.init()
+        self._ready_to_write()
         count = 0
 
         def checked() -> Iterator[list[Event]]:

@@ -264,6 +264,11 @@ class SQLiteStore(SQLStore):
     def init(self) -> None:
         self._ready(create=True)
 
+    def _ready_to_write(self) -> None:
+        # A lock file is not a connection: the database (and its schema) is
+        # made here, in a new or empty file only.
+        self._ready(create=True)
+
     def present(self) -> bool:
         return self._ready()
 
