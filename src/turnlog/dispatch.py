@@ -51,22 +51,30 @@ class Dispatch:
 def begin_dispatch(
     log: Log, call: ToolCall, *, idempotency: IdempotencyValue | None, join: str | None
 ) -> Dispatch:
-    """`Log.begin_dispatch`: refuse a call outside a turn, answered or running."""
+    """`Log.begin_dispatch`: refuse a call outside a turn, answered or running.
+
+    The append's write-order check decides; only a refusal pays for the
+    question of which rule refused, so the hot path checks once.
+    """
     with log._lock:
-        fold = log._fold
-        if not fold.turn_open:
-            raise UsageError(
-                "a dispatch must be inside a turn", hint="use `with log.turn():` first"
+        try:
+            dispatched = log.append(
+                ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
             )
-        if fold.is_answered(call.id):
-            raise UsageError(
-                f"call {call.id!r} already has a result in this turn; tool calls are never replayed"
-            )
-        if fold.is_dispatched(call.id):
-            raise UsageError(f"call {call.id!r} is already dispatched and running")
-        dispatched = log.append(
-            ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
-        )
+        except WriteOrderError:
+            fold = log._fold
+            if not fold.turn_open:
+                raise UsageError(
+                    "a dispatch must be inside a turn", hint="use `with log.turn():` first"
+                ) from None
+            if fold.is_answered(call.id):
+                raise UsageError(
+                    f"call {call.id!r} already has a result in this turn; "
+                    "tool calls are never replayed"
+                ) from None
+            if fold.is_dispatched(call.id):
+                raise UsageError(f"call {call.id!r} is already dispatched and running") from None
+            raise
     return Dispatch(log, call, dispatched.seq)
 
 

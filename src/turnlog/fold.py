@@ -237,23 +237,44 @@ class Fold:
             if not call.answered and call.request_seq is not None and call.request_seq <= seq
         ]
 
+    # The write-order checks ask these on every step and turn end: plain
+    # loops, since a comprehension's own frame costs more than a turn's few calls.
+
     def owed_in_open_turn(self) -> list[str]:
         """Unanswered calls of the open turn, without building a snapshot."""
-        if self._turn is None:
-            return []
-        return [call_id for call_id, call in self._turn.calls.items() if not call.answered]
+        owed: list[str] = []
+        if self._turn is not None:
+            for call_id, call in self._turn.calls.items():
+                if not call.answered:
+                    owed.append(call_id)
+        return owed
 
     def owed_in_open_step(self) -> list[str]:
         """Unanswered calls requested in the open step."""
+        owed: list[str] = []
         turn = self._turn
-        if turn is None or turn.open_step is None:
-            return []
-        step_seq = turn.open_step.seq
-        return [
-            call_id
-            for call_id, call in turn.calls.items()
-            if not call.answered and call.step_seq == step_seq
-        ]
+        if turn is not None and turn.open_step is not None:
+            step_seq = turn.open_step.seq
+            for call_id, call in turn.calls.items():
+                if not call.answered and call.step_seq == step_seq:
+                    owed.append(call_id)
+        return owed
+
+    def requested_among(self, call_ids: Iterable[str]) -> list[str]:
+        """Those of `call_ids` that `is_requested` says are asked for and owed."""
+        owed: list[str] = []
+        if self._turn is not None:
+            calls = self._turn.calls
+            for call_id in call_ids:
+                call = calls.get(call_id)
+                if (
+                    call is not None
+                    and not call.answered
+                    and call.request_seq is not None
+                    and not call.swallowed
+                ):
+                    owed.append(call_id)
+        return owed
 
     # -- handlers -----------------------------------------------------------
 

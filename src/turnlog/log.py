@@ -12,6 +12,7 @@ from typing import Any
 from turnlog import events as ev
 from turnlog import turns
 from turnlog.batch_order import check_batch
+from turnlog.blocks import DispatchBlock, StepBlock, TurnBlock
 from turnlog.clock import utc_now
 from turnlog.crashed import crashed_error, is_repair
 from turnlog.damage import TornTail
@@ -26,7 +27,7 @@ from turnlog.selfcheck import recovery_exports
 from turnlog.stores.base import Store, StoreWriter
 from turnlog.turns import Turn
 from turnlog.verdict import Verdict, decide
-from turnlog.write_order import CHECKED_TYPES, order_error
+from turnlog.write_order import ORDER_RULES, order_error
 
 # Reachable here as before the handle's concepts had modules of their own.
 __all__ = [
@@ -71,6 +72,8 @@ class Log:
         self.store = store
         self._writer: StoreWriter | None = writer
         self._durability = durability
+        # The mode never changes: a handle that never syncs skips the rule.
+        self._never_sync = durability == "none"
         self._fold = fold
         # False while `_fold` was fed from the tail: exact for the open turn,
         # revivals and the next seq, but its transcript holds only the tail.
@@ -228,13 +231,17 @@ class Log:
             if self._crashed:
                 self._refuse_if_crashed(data, origin)
             fold = self._fold
-            if type(data) in CHECKED_TYPES:
-                error = order_error(fold, data, origin, allow_undispatched=allow_undispatched)
+            rule = ORDER_RULES.get(type(data))
+            if rule is not None:
+                if allow_undispatched:
+                    error = order_error(fold, data, origin, allow_undispatched=True)
+                else:
+                    error = rule(fold, data, origin)
                 if error is not None:
                     raise error
             event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
             if sync is None:
-                sync = must_sync(self._durability, data)
+                sync = False if self._never_sync else must_sync(self._durability, data)
             try:
                 writer.append_one(event, sync)
             except BaseException:
@@ -243,7 +250,7 @@ class Log:
                 if writer.next_seq > fold.next_seq:
                     fold.apply(event)
                 raise
-            fold.apply(event)
+            fold.extend((event,))  # `apply`, one frame less
             if self._subscribers:
                 for callback in self._subscribers:
                     callback((event,), sync)
@@ -285,8 +292,7 @@ class Log:
 
     # -- structure ---------------------------------------------------------------
 
-    @contextmanager
-    def turn(self, *, resume: bool = False) -> Iterator[Turn]:
+    def turn(self, *, resume: bool = False) -> TurnBlock:
         """`turn_start` now, `turn_end` when the block ends.
 
         If the block raises, every call the turn still owes is answered (a
@@ -298,16 +304,7 @@ class Log:
         on subagents now answered) instead of starting one: its open step is
         ended, and the block adds steps to the same turn.
         """
-        turn = self.begin_turn(resume=resume)
-        try:
-            yield turn
-        except BaseException as exc:
-            self.fail_turn(exc)
-            raise
-        else:
-            self.end_turn(turn)
-        finally:
-            self._turn = None
+        return TurnBlock(self, resume)
 
     # The halves of `turn`, `step` and `dispatch`, shared with the asyncio
     # twin (`turnlog.aio`), which runs them on its writer thread. Their rules
@@ -322,16 +319,9 @@ class Log:
     def end_turn(self, turn: Turn) -> None:
         turns.end_turn(self, turn)
 
-    @contextmanager
-    def step(self) -> Iterator[int]:
+    def step(self) -> StepBlock:
         """`step_start` now, `step_end` when the block ends (outcome `error` if it raised)."""
-        number = self.begin_step()
-        try:
-            yield number
-        except BaseException as exc:
-            self.fail_step(exc)
-            raise
-        self.end_step()
+        return StepBlock(self)
 
     def begin_step(self) -> int:
         return turns.begin_step(self)
@@ -342,28 +332,20 @@ class Log:
     def end_step(self) -> None:
         turns.end_step(self)
 
-    @contextmanager
     def dispatch(
         self,
         call: ToolCall,
         *,
         idempotency: IdempotencyValue | None = None,
         join: str | None = None,
-    ) -> Iterator[Dispatch]:
+    ) -> DispatchBlock:
         """Write `tool_dispatch` (durable unless durability is `none`), then run the block.
 
         Run the tool inside the block and record its output with
         `handle.result(...)`. If the block raises or ends without a result,
         the call is answered as outcome unknown, since it may have run.
         """
-        handle = self.begin_dispatch(call, idempotency=idempotency, join=join)
-        try:
-            yield handle
-        except BaseException as exc:
-            self.end_dispatch(handle, exc)
-            raise
-        else:
-            self.end_dispatch(handle, None)
+        return DispatchBlock(self, call, idempotency, join)
 
     def begin_dispatch(
         self,

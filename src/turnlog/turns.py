@@ -104,13 +104,21 @@ def _adopt_turn(log: Log) -> Turn:
 
 def begin_step(log: Log) -> int:
     turn = log._turn
-    if turn is None or not log._fold.turn_open:
+    if turn is None:
         raise UsageError("a step must be inside a turn", hint="use `with log.turn():` first")
-    if log._fold.step_open:
-        raise UsageError("a step is already open; steps never nest")
     with log._lock:
+        try:
+            log.append(ev.StepStart(turn=turn.number, step=turn.steps + 1))
+        except WriteOrderError as error:
+            # The append's check refused; say it in the words of a step block.
+            if not log._fold.turn_open:
+                raise UsageError(
+                    "a step must be inside a turn", hint="use `with log.turn():` first"
+                ) from None
+            if log._fold.step_open:
+                raise UsageError("a step is already open; steps never nest") from None
+            raise error
         turn.steps += 1
-        log.append(ev.StepStart(turn=turn.number, step=turn.steps))
         return turn.steps
 
 
@@ -123,8 +131,13 @@ def end_step(log: Log) -> None:
             "step_start appended by hand is ended with `log.append(StepEnd(...))`",
         )
     with log._lock:
-        owed = log._fold.owed_in_open_step()
-        if owed:
+        try:
+            log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+        except WriteOrderError:
+            # The append's check refused; say it in the words of a step block.
+            owed = log._fold.owed_in_open_step()
+            if not owed:
+                raise
             # A normal step_end would say nothing was in flight, and recovery
             # would then call these calls "not started" (R3) even if the
             # program runs them after the block. Refuse, and let the turn
@@ -134,8 +147,7 @@ def end_step(log: Log) -> None:
                 f"{', '.join(owed)}",
                 hint="run each requested call inside `with log.dispatch(call)` and record "
                 "its result before the step ends",
-            )
-        log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+            ) from None
 
 
 def unwind(log: Log, exc: BaseException, *, reason: str | None) -> None:

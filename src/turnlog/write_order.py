@@ -14,7 +14,7 @@ from typing import Final
 
 from turnlog import events as ev
 from turnlog.errors import UsageError, WriteOrderError
-from turnlog.events import EventData, Origin, TurnEndReason, check_idempotency
+from turnlog.events import IDEMPOTENCY_VALUES, EventData, Origin, TurnEndReason, check_idempotency
 from turnlog.fold import Fold
 
 # Origins of turnlog's own repairs: recovery closes what a crash left open.
@@ -62,7 +62,7 @@ def _undispatched_result(
 
 
 def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> UsageError | None:
-    if data.idempotency is not None:
+    if data.idempotency is not None and data.idempotency not in IDEMPOTENCY_VALUES:
         try:
             check_idempotency(data.idempotency, tool=data.name)
         except UsageError as error:
@@ -161,14 +161,17 @@ def _assistant(fold: Fold, data: ev.AssistantMessage, origin: str | None) -> Wri
             "an assistant message that asks for tool calls outside any turn",
             hint="record it inside `with log.turn():`, where recovery can answer its calls",
         )
-    ids = [call.id for call in calls]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
-    if repeated:
+    # A loop, not comprehensions: this runs on every message asking for tools.
+    ids = []
+    for call in calls:
+        ids.append(call.id)
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
         return WriteOrderError(
             f"an assistant message asks for call id(s) {', '.join(repeated)} twice",
             hint="every tool call of a message needs its own id",
         )
-    owed = [i for i in ids if fold.is_requested(i)]
+    owed = fold.requested_among(ids)
     if owed:
         return WriteOrderError(
             f"an assistant message asks again for call(s) still unanswered: {', '.join(owed)}",
@@ -198,7 +201,8 @@ def _session(fold: Fold, data: ev.Session, origin: str | None) -> WriteOrderErro
     return WriteOrderError("a session header is written only at seq 0, when the log is created")
 
 
-_RULES: Final[dict[type, Callable[[Fold, EventData, str | None], UsageError | None]]] = {
+#: Each checked payload type's rule: why appending it now breaks the order, or None.
+ORDER_RULES: Final[dict[type, Callable[[Fold, EventData, str | None], UsageError | None]]] = {
     ev.ToolResult: _result,  # type: ignore[dict-item]
     ev.ToolDispatch: _dispatch,  # type: ignore[dict-item]
     ev.TurnStart: _turn_start,  # type: ignore[dict-item]
@@ -212,7 +216,7 @@ _RULES: Final[dict[type, Callable[[Fold, EventData, str | None], UsageError | No
 }
 
 #: The payload types whose append depends on the state of the open turn.
-CHECKED_TYPES: Final = frozenset(_RULES)
+CHECKED_TYPES: Final = frozenset(ORDER_RULES)
 
 
 def order_error(
@@ -220,7 +224,7 @@ def order_error(
 ) -> UsageError | None:
     """Why appending `data` now would break the write order (a `WriteOrderError`)
     or the vocabulary (a `UsageError`), or None."""
-    rule = _RULES.get(type(data))
+    rule = ORDER_RULES.get(type(data))
     if rule is None:
         return None
     if allow_undispatched and type(data) is ev.ToolResult:

@@ -1,0 +1,106 @@
+"""The `with` blocks of a writer handle: a turn, a step, a dispatch, each closed honestly.
+
+They are plain classes rather than generator-based context managers, and
+call the rules in `turnlog.turns` and `turnlog.dispatch` directly rather than
+through `Log`'s halves: a reference turn enters five of them, and a
+generator's set-up and teardown cost more than the appends' own checks.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from turnlog import turns
+from turnlog.dispatch import Dispatch, begin_dispatch, end_dispatch
+from turnlog.events import IdempotencyValue, ToolCall
+from turnlog.turns import Turn
+
+if TYPE_CHECKING:
+    from turnlog.log import Log
+
+
+class TurnBlock:
+    """`with log.turn():` — `turn_start` on entry, `turn_end` on exit; a block
+    that raises has its owed calls answered and its turn ended `error`."""
+
+    __slots__ = ("_log", "_resume", "_turn")
+
+    def __init__(self, log: Log, resume: bool) -> None:
+        self._log = log
+        self._resume = resume
+        self._turn: Turn | None = None
+
+    def __enter__(self) -> Turn:
+        self._turn = turns.begin_turn(self._log, resume=self._resume)
+        return self._turn
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        log = self._log
+        try:
+            if exc is not None:
+                turns.fail_turn(log, exc)
+            elif self._turn is not None:
+                turns.end_turn(log, self._turn)
+        finally:
+            log._turn = None
+
+
+class StepBlock:
+    """`with log.step():` — `step_start` on entry, `step_end` on exit."""
+
+    __slots__ = ("_log",)
+
+    def __init__(self, log: Log) -> None:
+        self._log = log
+
+    def __enter__(self) -> int:
+        return turns.begin_step(self._log)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is not None:
+            turns.unwind(self._log, exc, reason=None)
+        else:
+            turns.end_step(self._log)
+
+
+class DispatchBlock:
+    """`with log.dispatch(call):` — `tool_dispatch` on entry; a block that
+    raises or records no result leaves the call answered outcome unknown."""
+
+    __slots__ = ("_call", "_handle", "_idempotency", "_join", "_log")
+
+    def __init__(
+        self, log: Log, call: ToolCall, idempotency: IdempotencyValue | None, join: str | None
+    ) -> None:
+        self._log = log
+        self._call = call
+        self._idempotency = idempotency
+        self._join = join
+        self._handle: Dispatch | None = None
+
+    def __enter__(self) -> Dispatch:
+        self._handle = begin_dispatch(
+            self._log, self._call, idempotency=self._idempotency, join=self._join
+        )
+        return self._handle
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        handle = self._handle
+        if handle is not None and not handle.answered:
+            end_dispatch(self._log, handle, exc)
