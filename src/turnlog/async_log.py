@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -52,45 +53,115 @@ class AsyncDispatch:
         self._handle.answered = True
 
     async def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
-        return await self._log._run(self._handle.result, content, is_error=is_error)
+        return await self._log._run_light(self._handle.result, content, is_error=is_error)
 
 
 class AsyncLog:
-    """A `Log` for asyncio programs.
+    """A `Log` for asyncio programs: no `fsync` and no database round trip
+    ever blocks the event loop, and the order of events is the order of calls.
 
-    Every append runs on one writer thread of its own, so an `fsync` never
-    blocks the event loop, and since that thread runs them one at a time in
-    the order they were awaited, the order of events is the order of calls.
+    A write runs on one writer thread of its own, one at a time in the order
+    the writes were awaited. A write that only hands bytes to memory (an
+    unsynced append to a JSONL file or the memory store, a read of a loaded
+    transcript) runs at once on the loop's thread instead, when nothing is
+    queued ahead of it and no other thread holds the log: a hand-off to a
+    thread costs more than the write. A sync such a write asks for runs on
+    the writer thread before its await returns, so what an await promised
+    durable is durable either way.
     """
 
-    def __init__(self, log: Log) -> None:
+    def __init__(self, log: Log, *, release: Callable[[Log], None] | None = None) -> None:
         self.log = log
+        # What closing this handle does to the log: close it, or (a handle on
+        # a log shared in the process) give it back with `release`.
+        self._release = release if release is not None else Log.close
         self._executor = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"turnlog-{log.session_id[:32]}"
         )
         self._closing: Future[None] | None = None
+        # Calls handed to the writer thread and not yet done: a call runs on
+        # the loop's thread only when none is ahead of it.
+        self._queued = 0
+        self._queued_lock = threading.Lock()
+
+    def _counted(self, job: Callable[[], _T]) -> _T:
+        try:
+            return job()
+        finally:
+            with self._queued_lock:
+                self._queued -= 1
+
+    def _submit(self, job: Callable[[], _T]) -> Future[_T]:
+        with self._queued_lock:
+            self._queued += 1
+        try:
+            return self._executor.submit(self._counted, job)
+        except BaseException:
+            with self._queued_lock:
+                self._queued -= 1
+            raise
 
     async def _run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+            future = self._submit(functools.partial(fn, *args, **kwargs))
         except RuntimeError:  # the writer thread is shut down: the handle is closing
             raise UsageError(
                 "the log is closed", hint="open the session again to write to it"
             ) from None
-        return await future
+        return await asyncio.wrap_future(future)
+
+    async def _run_light(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run `fn`, which only reads and appends through the `Log`, on the
+        loop's thread when that cannot wait on I/O or reorder calls;
+        otherwise on the writer thread, as `_run` does."""
+        log = self.log
+        writer = log._writer
+        if (
+            self._queued
+            or self._closing is not None
+            or writer is None
+            or writer.unsynced_append_waits
+            # A subscriber is told whether the events it gets are durable.
+            or log._subscribers
+            or not log._lock.acquire(blocking=False)
+        ):
+            return await self._run(fn, *args, **kwargs)
+        owed = False
+        try:
+            if log._owed_sync is not None:
+                # This thread holds the lock across an await: keep to the queue.
+                log._lock.release()
+                return await self._run(fn, *args, **kwargs)
+            log._owed_sync = False
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                owed = bool(log._owed_sync)
+                log._owed_sync = None
+                log._lock.release()
+        finally:
+            if owed:
+                # Shielded: an append that asked to be durable is, even when
+                # its caller is cancelled meanwhile.
+                await asyncio.shield(self._run(log.sync))
 
     def call_soon(self, fn: Callable[_P, Any], *args: _P.args, **kwargs: _P.kwargs) -> None:
         """Queue `fn` on the writer thread without waiting for it (from a
         callback that cannot await); dropped once the handle is closed."""
         # RuntimeError: the closed handle's writer thread is gone.
         with contextlib.suppress(RuntimeError):
-            self._executor.submit(functools.partial(fn, *args, **kwargs))
+            self._submit(functools.partial(fn, *args, **kwargs))
 
     async def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Run `fn` (which writes through the sync `Log`) on the writer thread,
         in order with the appends awaited before it."""
         return await self._run(fn, *args, **kwargs)
+
+    async def call_light(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """As `call`, for a `fn` that does nothing but read and append through
+        the `Log` (no other I/O, no waiting): it may run at once on the loop's
+        thread, as an unsynced append does (see the class)."""
+        return await self._run_light(fn, *args, **kwargs)
 
     # -- what the sync handle knows ------------------------------------------------
 
@@ -119,26 +190,28 @@ class AsyncLog:
 
     async def messages(self) -> tuple[Message, ...]:
         """The transcript (the first call may read the whole log, off the loop)."""
+        if self.log.transcript_read:
+            return await self._run_light(lambda: self.log.messages)
         return await self._run(lambda: self.log.messages)
 
     # -- writing ----------------------------------------------------------------
 
     async def append(self, data: P, **options: Any) -> Event[P]:
-        return await self._run(functools.partial(self.log.append, data, **options))
+        return await self._run_light(functools.partial(self.log.append, data, **options))
 
     async def append_many(self, items: Sequence[EventData], **options: Any) -> list[Event]:
-        return await self._run(self.log.append_many, items, **options)
+        return await self._run_light(self.log.append_many, items, **options)
 
     async def system(self, content: Content) -> Event[ev.SystemMessage]:
-        return await self._run(self.log.system, content)
+        return await self._run_light(self.log.system, content)
 
     async def user(self, content: Content, *, injected: str | None = None) -> Event[ev.UserMessage]:
-        return await self._run(self.log.user, content, injected=injected)
+        return await self._run_light(self.log.user, content, injected=injected)
 
     async def assistant(
         self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
     ) -> Event[ev.AssistantMessage]:
-        return await self._run(self.log.assistant, content, tool_calls)
+        return await self._run_light(self.log.assistant, content, tool_calls)
 
     async def recover(self) -> Plan:
         return await self._run(self.log.recover)
@@ -149,24 +222,24 @@ class AsyncLog:
     @asynccontextmanager
     async def turn(self, *, resume: bool = False) -> AsyncIterator[Turn]:
         """As `Log.turn`: a raising block closes the turn honestly."""
-        turn = await self._run(self.log.begin_turn, resume=resume)
+        turn = await self._run_light(self.log.begin_turn, resume=resume)
         try:
             yield turn
         except BaseException as exc:
             await asyncio.shield(self._run(self.log.fail_turn, exc))
             raise
         else:
-            await self._run(self.log.end_turn, turn)
+            await self._run_light(self.log.end_turn, turn)
 
     @asynccontextmanager
     async def step(self) -> AsyncIterator[int]:
-        number = await self._run(self.log.begin_step)
+        number = await self._run_light(self.log.begin_step)
         try:
             yield number
         except BaseException as exc:
             await asyncio.shield(self._run(self.log.fail_step, exc))
             raise
-        await self._run(self.log.end_step)
+        await self._run_light(self.log.end_step)
 
     @asynccontextmanager
     async def dispatch(
@@ -175,7 +248,7 @@ class AsyncLog:
         """Write `tool_dispatch` durably (off the loop) before the block runs the tool.
         `options` are the dispatch's other fields (`join`, `timeout_s`, `background`)."""
         fields = {"idempotency": idempotency, **options}
-        handle = await self._run(begin_dispatch_with, self.log, call, fields)
+        handle = await self._run_light(begin_dispatch_with, self.log, call, fields)
         try:
             yield AsyncDispatch(self, handle)
         except BaseException as exc:
@@ -183,10 +256,11 @@ class AsyncLog:
             await asyncio.shield(self._run(self.log.end_dispatch, handle, exc))
             raise
         else:
-            await self._run(self.log.end_dispatch, handle, None)
+            await self._run_light(self.log.end_dispatch, handle, None)
 
     async def close(self) -> None:
-        """Sync what is not yet durable and release the lock. Idempotent.
+        """Sync what is not yet durable and release the lock (a handle made
+        with `release` gives its shared log back instead). Idempotent.
 
         The close runs on the writer thread after what was queued before it,
         and a cancelled caller (an event loop shutting down cancels its tasks)
@@ -196,7 +270,7 @@ class AsyncLog:
         """
         closing = self._closing
         if closing is None:
-            closing = self._closing = self._executor.submit(self.log.close)
+            closing = self._closing = self._executor.submit(self._release, self.log)
             self._executor.shutdown(wait=False)
         await asyncio.shield(asyncio.wrap_future(closing))
 

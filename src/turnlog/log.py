@@ -87,6 +87,10 @@ class Log:
         self._subscribers: list[Callable[[Sequence[Event], bool], None]] = []
         # Reentrant: a dispatch block appends while holding it.
         self._lock = threading.RLock()
+        # None, or, while an asyncio handle runs a write on its event loop's
+        # thread (`turnlog.async_log`), whether that write asked for a sync:
+        # the sync is then owed, and done off the loop before its await returns.
+        self._owed_sync: bool | None = None
         # Opened with a turn open and no other writer: the process that wrote
         # it died mid-turn. Until recovery closes that turn, anything else
         # would land inside it (a user message between a call and its result).
@@ -106,6 +110,11 @@ class Log:
     def messages(self) -> tuple[Message, ...]:
         with self._lock:
             return self._whole_fold().state.messages
+
+    @property
+    def transcript_read(self) -> bool:
+        """True once the whole log is read: `messages` and `state` then cost no I/O."""
+        return self._whole
 
     @property
     def crashed(self) -> bool:
@@ -242,6 +251,8 @@ class Log:
             event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
             if sync is None:
                 sync = False if self._never_sync else must_sync(self._durability, data)
+            if sync and self._owed_sync is not None:
+                self._owed_sync, sync = True, False
             try:
                 writer.append_one(event, sync)
             except BaseException:
@@ -261,6 +272,8 @@ class Log:
             return
         if sync is None:
             sync = self._sync_needed(batch)
+        if sync and self._owed_sync is not None:
+            self._owed_sync, sync = True, False
         try:
             writer.append(batch, expected_seq=batch[0].seq, sync=sync)
         finally:
@@ -393,7 +406,11 @@ class Log:
 
     def sync(self) -> None:
         with self._lock:
-            self._require_writer().sync()
+            writer = self._require_writer()
+            if self._owed_sync is not None:
+                self._owed_sync = True
+            else:
+                writer.sync()
 
     def close(self) -> None:
         """Sync what is not yet durable and release the lock. Idempotent."""

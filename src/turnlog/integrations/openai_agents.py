@@ -55,18 +55,6 @@ def _data(item: Any) -> dict[str, Any]:
     return dumped
 
 
-class _SharedAsyncLog(AsyncLog):
-    """An `AsyncLog` on the process's shared handle: closing it releases the
-    handle (the last release closes the session) after the appends awaited
-    before it."""
-
-    async def close(self) -> None:
-        try:
-            await self._run(release, self.log)
-        finally:
-            self._executor.shutdown(wait=False)
-
-
 class TurnlogSession:
     """The Agents SDK's `Session` protocol on a turnlog session.
 
@@ -101,7 +89,7 @@ class TurnlogSession:
             release(log)
             raise
         self._closed = False
-        self._log = _SharedAsyncLog(log)
+        self._log = AsyncLog(log, release=release)
         self.session_id = self._log.session_id
         self.hooks = TurnlogHooks(self)
         # What every live handle on this session must agree on: the items
@@ -160,12 +148,13 @@ class TurnlogSession:
         if kind == "message" and item.get("role") in ("user", "system", "developer"):
             # The SDK saves a run's input before its first model call: a turn
             # open now was left by an earlier run that raised, unseen by any hook.
-            await log.call(refuse_unfinished, log.log, how=_UNFINISHED_HOW)
             text = _text(item.get("content"))
-            if item.get("role") == "user":
-                await log.user(text)
-            else:
-                await log.append(ev.SystemMessage(content=text))
+            said: ev.UserMessage | ev.SystemMessage = (
+                ev.UserMessage(content=text)
+                if item.get("role") == "user"
+                else ev.SystemMessage(content=text)
+            )
+            await log.call_light(_say, log.log, said)
             return
         if item.get("id") in self._item_ids:
             return
@@ -199,7 +188,7 @@ class TurnlogSession:
         return turn is not None and any(call.call_id == call_id for call in turn.calls)
 
     async def _ensure_step(self) -> None:
-        await self.log.call(begin_step, self.log.log, open_step=False)
+        await self.log.call_light(begin_step, self.log.log, open_step=False)
 
     async def pop_item(self) -> Any | None:
         """Hide the newest item and return it. Appends an event that hides it;
@@ -287,6 +276,13 @@ class _Hiding:
         return out
 
 
+def _say(log: Any, said: ev.UserMessage | ev.SystemMessage) -> None:
+    """A run's input, unless a turn an earlier run left open would hold it."""
+    with log.lock:
+        refuse_unfinished(log, how=_UNFINISHED_HOW)
+        log.append(said)
+
+
 def _begin_step(log: Any, shared: _Hiding, context: Any) -> None:
     """A model call of the run `context`: a turn another run left open (an
     exception no hook saw, with no input saved to refuse) is refused here,
@@ -328,7 +324,7 @@ class TurnlogHooks(RunHooks[Any]):
     async def on_llm_start(
         self, context: Any, agent: Any, system_prompt: Any, input_items: Any
     ) -> None:
-        await self._log.call(_begin_step, self._log.log, self._session._shared, context)
+        await self._log.call_light(_begin_step, self._log.log, self._session._shared, context)
         for other in self._others:
             await other.on_llm_start(context, agent, system_prompt, input_items)
 
@@ -387,7 +383,7 @@ class TurnlogHooks(RunHooks[Any]):
             await other.on_tool_end(context, agent, tool, result)
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
-        if await self._log.call(end_turn, self._log.log):
+        if await self._log.call_light(end_turn, self._log.log):
             self._session._shared.run = None
         for other in self._others:
             await other.on_agent_end(context, agent, output)

@@ -50,17 +50,6 @@ from turnlog.stores import Store
 _REPAIRS = frozenset({ev.Origin.RECOVERY.value, ev.Origin.UNWIND.value})
 
 
-class _SharedAsyncLog(AsyncLog):
-    """An `AsyncLog` on the process's shared handle: closing it releases the
-    handle (the last release closes the session)."""
-
-    async def close(self) -> None:
-        try:
-            await self._run(release, self.log)
-        finally:
-            self._executor.shutdown(wait=False)
-
-
 @dataclass
 class TurnlogCapability(AbstractCapability[Any]):
     """Records a Pydantic AI run in a turnlog session (see the module docstring).
@@ -114,7 +103,7 @@ class TurnlogCapability(AbstractCapability[Any]):
             except BaseException:
                 release(handle)
                 raise
-            self._log = _SharedAsyncLog(handle)
+            self._log = AsyncLog(handle, release=release)
             self.session_id = handle.session_id
         return self._log
 
@@ -163,16 +152,10 @@ class TurnlogCapability(AbstractCapability[Any]):
 
     async def before_run(self, ctx: Any) -> None:
         log = self.log
-        await log.call(
-            refuse_unfinished,
-            log.log,
-            how="a run on this handle ended without its turn closed; recover the session "
-            "(`recover=True` on a new handle) before running again",
-        )
         given = _shape(getattr(ctx, "messages", None) or [])
-        await log.call(
-            check_history, log.log, given, self.history, what="the run's message_history"
-        )
+        # Light once the transcript is read: then neither step does I/O.
+        run = log.call_light if log.log.transcript_read else log.call
+        await run(_check_start, log.log, given, self.history)
         prompt = ctx.prompt
         if prompt:
             text = prompt if isinstance(prompt, str) else "\n".join(str(p) for p in prompt)
@@ -192,8 +175,7 @@ class TurnlogCapability(AbstractCapability[Any]):
         if prompt is not None:
             await self.log.user(prompt)
         messages = list(getattr(ctx, "messages", None) or [])
-        await self.log.call(_settle, self.log.log, messages)
-        await self.log.call(begin_step, self.log.log)
+        await self.log.call_light(_settle_and_step, self.log.log, messages)
         return request_context
 
     async def after_model_request(self, ctx: Any, *, request_context: Any, response: Any) -> Any:
@@ -249,14 +231,38 @@ class TurnlogCapability(AbstractCapability[Any]):
         raise error
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
-        await self.log.call(_settle, self.log.log, list(result.all_messages()))
-        await self.log.call(end_turn, self.log.log)
+        await self.log.call_light(_settle_and_end, self.log.log, list(result.all_messages()))
         return result
 
 
 def _open_turn_seq(log: Log) -> int | None:
     turn = log.verdict().open_turn
     return turn.seq if turn is not None else None
+
+
+def _check_start(log: Log, given: list[tuple[str, tuple[str, ...]]], mode: HistoryCheck) -> None:
+    """A run may start: no turn of an earlier run is left open, and the
+    history it was given is the log's transcript or extends it."""
+    refuse_unfinished(
+        log,
+        how="a run on this handle ended without its turn closed; recover the session "
+        "(`recover=True` on a new handle) before running again",
+    )
+    check_history(log, given, mode, what="the run's message_history")
+
+
+def _settle_and_step(log: Log, messages: list[Any]) -> None:
+    """Before a model request: settle what the framework answered, then step."""
+    with log.lock:
+        _settle(log, messages)
+        begin_step(log)
+
+
+def _settle_and_end(log: Log, messages: list[Any]) -> None:
+    """After the run: settle what the framework answered, then end the turn."""
+    with log.lock:
+        _settle(log, messages)
+        end_turn(log)
 
 
 def _settle(log: Log, messages: list[Any]) -> None:

@@ -6,7 +6,7 @@ import abc
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Final, Self
+from typing import ClassVar, Final, Self
 
 import msgspec
 
@@ -209,6 +209,12 @@ class StoreWriter(abc.ABC):
     # and the lock's key among this process's writers once `hold` recorded it.
     _tail: Tail | None = None
     _held: Hashable | None = None
+
+    #: True when an append that is not synced may wait on I/O (a database's
+    #: round trip); False when it only hands bytes to memory (the OS page
+    #: cache, a list) and a sync is a call of its own. An asyncio handle then
+    #: runs such appends on the event loop's thread (`turnlog.async_log`).
+    unsynced_append_waits: ClassVar[bool] = True
 
     def __init__(self, *, tail: Tail | None = None) -> None:
         self._tail = tail

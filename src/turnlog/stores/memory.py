@@ -30,6 +30,8 @@ from turnlog.tail import Tail
 class _MemoryWriter(StoreWriter):
     """The session's list of events, and how to give its lock back."""
 
+    unsynced_append_waits = False
+
     def __init__(
         self, log: list[Event], release: Callable[[], None], *, tail: Tail | None = None
     ) -> None:

@@ -30,6 +30,9 @@ from turnlog.tail import Tail
 class JSONLWriter(StoreWriter):
     """The locked, O_APPEND descriptor of one session file."""
 
+    # An unsynced append is one write(2) into the page cache.
+    unsynced_append_waits = False
+
     def __init__(
         self,
         io: FileIO,
