@@ -8,6 +8,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+import tomllib
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +25,8 @@ from turnlog.cli import main
 main(["inspect", "--json", sys.argv[1]], standalone_mode=False)
 print("MODULES", " ".join(sorted(sys.modules)))
 """
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NEVER_ON_THE_PATH = (
     "rich",
@@ -58,6 +61,10 @@ NEVER_ON_THE_PATH = (
     "turnlog.cli.foreign",
     "turnlog.cli.demo",
     "turnlog.rescue",
+    # Recovery's plan, its check, and the command that appends it.
+    "turnlog.recovery",
+    "turnlog.selfcheck",
+    "turnlog.stored_recovery",
     "turnlog.verify",
     "turnlog.fork",
     "turnlog.demo",
@@ -182,3 +189,41 @@ def test_submodules_resolve_after_a_bare_import() -> None:
     assert turnlog.stores.open_store is turnlog.open_store
     with pytest.raises(AttributeError):
         turnlog.no_such_name  # noqa: B018
+
+
+def test_the_script_freezes_what_its_imports_made_and_main_does_not(tmp_path: Path) -> None:
+    """`turnlog` (the script, `run`) freezes the objects its imports made, the
+    command's module included; `main`, which programs call in-process, leaves
+    the collector as it is."""
+    with turnlog.open(tmp_path / "tiny.jsonl") as log:
+        log.user("hi")
+    program = """
+import atexit, gc, sys
+from turnlog.cli import {entry}
+def report():
+    # Frozen objects are in no generation the collector walks.
+    from turnlog.cli.sessions import inspect_command
+    walked = any(o is inspect_command for o in gc.get_objects())
+    print("FROZEN", gc.get_freeze_count(), walked)
+atexit.register(report)
+sys.argv = ["turnlog", "inspect", "--json", sys.argv[1]]
+{entry}()
+"""
+    frozen, walked = {}, {}
+    for entry in ("run", "main"):
+        done = subprocess.run(
+            [sys.executable, "-c", program.format(entry=entry), str(tmp_path / "tiny.jsonl")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        document, _, tail = done.stdout.partition("FROZEN ")
+        assert json.loads(document)["status"] == "idle"
+        count, seen = tail.split()
+        frozen[entry], walked[entry] = int(count), seen == "True"
+    assert frozen["main"] == 0 and walked["main"]
+    # The command's module, imported after the first freeze, is frozen too.
+    assert frozen["run"] > 10_000 and not walked["run"]
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["turnlog"] == "turnlog.cli:run"

@@ -124,3 +124,32 @@ def test_non_json_value_is_a_clear_error() -> None:
     with pytest.raises(turnlog.FormatError) as info:
         ev.encode_event(ev.Event(seq=1, data=ev.Custom(type="x_a", fields={"v": object()})))
     assert info.value.hint
+
+
+def test_the_one_pass_decoder_is_made_on_need_and_agrees_with_the_careful_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process's first records take the careful path (making the one-pass
+    decoder costs more than a short read saves); then the one-pass decoder
+    is made, and both give the same events."""
+    monkeypatch.setattr(ev, "_fast_decoder", None)
+    monkeypatch.setattr(ev, "_records_before_fast", 0)
+    call = ev.ToolCall(id="c", name="t", arguments={"k": [1, {"x": None}]})
+    payloads = [
+        ev.UserMessage(content="hi"),
+        ev.AssistantMessage(content="", tool_calls=[call]),
+        ev.ToolDispatch(call_id="c", name="t", idempotency="read_only"),
+        ev.ToolResult(call_id="c", name="t", content="ok"),
+    ]
+    records = [
+        ev.encode_event(ev.Event(seq=i, data=payloads[i % 4], ts="2026-12-01T00:00:00.000000Z"))
+        for i in range(ev.FAST_DECODER_AFTER_RECORDS + 8)
+    ]
+    fast = [ev.decode_record_fast(record) for record in records]
+    n = ev.FAST_DECODER_AFTER_RECORDS
+    assert fast[:n] == [None] * n
+    assert ev._fast_decoder is not None
+    assert fast[n:] == [ev.decode_record(record)[0] for record in records[n:]]
+    assert [ev.decode_event(record) for record in records] == [
+        ev.decode_record(record)[0] for record in records
+    ]

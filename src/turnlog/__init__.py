@@ -46,8 +46,9 @@ if TYPE_CHECKING:
     from turnlog.loop import AgentSpec, Reply, Tool, continue_run, run_turn
     from turnlog.recovery import Plan, plan
     from turnlog.revival import Revival, revive
+    from turnlog.stored_recovery import Recovery, recover
     from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store, open_store
-    from turnlog.triage import Inspection, Recovery, inspect, recover
+    from turnlog.triage import Inspection, inspect
     from turnlog.verdict import Verdict, is_finished, verdict
 
 __version__ = "0.1.0"
@@ -70,8 +71,8 @@ _HOMES: dict[str, str] = {
     # After a crash, and what each answer is.
     "inspect": "turnlog.triage",
     "Inspection": "turnlog.triage",
-    "recover": "turnlog.triage",
-    "Recovery": "turnlog.triage",
+    "recover": "turnlog.stored_recovery",
+    "Recovery": "turnlog.stored_recovery",
     "revive": "turnlog.revival",
     "Revival": "turnlog.revival",
     "plan": "turnlog.recovery",

@@ -1,5 +1,5 @@
 """`python -m turnlog`: the command line, as the `turnlog` script runs it."""
 
-from turnlog.cli import main
+from turnlog.cli import run
 
-main()
+run()

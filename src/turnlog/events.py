@@ -503,17 +503,36 @@ def _typed_envelope(name: str, data_type: type[_Data]) -> type:
     )
 
 
-_fast_decoder: Final = msgspec.json.Decoder(
-    Union[tuple(_typed_envelope(name, cls) for name, cls in VOCABULARY.items())]  # noqa: UP007
-)
+# The one-pass decoder is made on first need, not at import: making it
+# resolves every payload type's fields (a millisecond), more than a command
+# reading a few records saves with it. Until a process has read this many
+# records, the careful path decodes them.
+FAST_DECODER_AFTER_RECORDS: Final = 32
+_fast_decoder: msgspec.json.Decoder[Any] | None = None
+_records_before_fast = 0
+
+
+def _make_fast_decoder() -> msgspec.json.Decoder[Any]:
+    global _fast_decoder
+    envelopes = tuple(_typed_envelope(name, cls) for name, cls in VOCABULARY.items())
+    _fast_decoder = msgspec.json.Decoder(Union[envelopes])  # noqa: UP007
+    return _fast_decoder
 
 
 def decode_record_fast(record: bytes | str) -> Event | None:
     """One-pass decode of a well-formed record of a vocabulary type; None for
     anything that needs the careful path in `decode_event` (a custom type, a
-    record without `data`, any error), which also words the error."""
+    record without `data`, any error), which also words the error, and for
+    a process's first records (see `FAST_DECODER_AFTER_RECORDS`)."""
+    decoder = _fast_decoder
+    if decoder is None:
+        global _records_before_fast
+        _records_before_fast += 1
+        if _records_before_fast <= FAST_DECODER_AFTER_RECORDS:
+            return None
+        decoder = _make_fast_decoder()
     try:
-        fast = _fast_decoder.decode(record)
+        fast = decoder.decode(record)
     except (msgspec.DecodeError, RecursionError):
         return None
     if fast.seq < 0:

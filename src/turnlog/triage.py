@@ -1,4 +1,4 @@
-"""Inspect and recover a stored session from its tail: the I/O around the verdict."""
+"""Inspect a stored session from its tail: the I/O around the verdict."""
 
 from __future__ import annotations
 
@@ -11,16 +11,12 @@ from turnlog.damage import Problem, TornTail
 from turnlog.errors import (
     CorruptLogError,
     NotASessionError,
-    SessionLockedError,
     SessionNotFoundError,
     TurnlogError,
-    UnfinishedSessionError,
     UnreadableRecordError,
     UsageError,
 )
-from turnlog.recovery import Plan, plan_verdict
 from turnlog.revivable import DEFAULT_MAX_REVIVALS, Refusal, already_told, refusal
-from turnlog.selfcheck import recovery_exports
 from turnlog.stores import Holder, Store, open_store
 from turnlog.verdict import OwedCall, Verdict, decide
 
@@ -182,13 +178,6 @@ def inspect(
     )
 
 
-class Recovery(msgspec.Struct, frozen=True, kw_only=True):
-    """What `recover` appended, and the torn tail it moved aside first."""
-
-    plan: Plan
-    torn_tail: TornTail | None = None
-
-
 def stored_session(
     target: str | os.PathLike[str] | Store, session_id: str | None
 ) -> tuple[Store, str]:
@@ -201,50 +190,3 @@ def stored_session(
             hint="pass the session id too, or the path of a .jsonl session file",
         )
     return store, named
-
-
-def plan_stored(target: str | os.PathLike[str] | Store, session_id: str | None = None) -> Plan:
-    """What `recover` would append now, from the tail, writing nothing.
-
-    Refuses (`SessionLockedError`) while a live writer holds the session: its
-    open turn is work in progress, not a crash.
-    """
-    store, session_id = stored_session(target, session_id)
-    holder = store.lock_holder(session_id)
-    if holder is not None:
-        raise SessionLockedError(
-            f"session {session_id!r} is running: {holder.describe()} holds its writer",
-            pid=holder.pid,
-        )
-    tail = store.read_tail(session_id)
-    if not tail.events:
-        raise UnfinishedSessionError(
-            f"session {session_id!r} holds no complete session header: a crash cut its "
-            "creation short"
-        )
-    return plan_verdict(tail.verdict())
-
-
-def recover(
-    target: str | os.PathLike[str] | Store,
-    session_id: str | None = None,
-    *,
-    force: bool = False,
-) -> Recovery:
-    """Append the repair plan to a stored session, under the writer lock.
-    The session is named as `turnlog.open` takes it (a path, or a store and id).
-
-    Reads only the tail, under the lock: the open turn and its calls are all
-    after the last turn boundary, so a 10 GB log costs what a 10 KB one does.
-    A torn tail is moved aside first; damage among the events the verdict
-    reads refuses the session and changes nothing. Idempotent: a recovered
-    session plans nothing.
-    """
-    store, session_id = stored_session(target, session_id)
-    with store.writer(session_id, force=force, check="tail") as writer:
-        tail = writer.tail or store.read_tail(session_id)
-        repairs = plan_verdict(tail.verdict())
-        if repairs.events:
-            with recovery_exports(store, session_id):
-                writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
-        return Recovery(plan=repairs, torn_tail=writer.torn_tail)

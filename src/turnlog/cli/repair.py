@@ -42,7 +42,7 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
 
     A torn tail is moved to a sidecar file first. Running it again appends nothing.
     """
-    from turnlog.triage import recover
+    from turnlog.stored_recovery import recover
 
     store, session_id = resolve_session(session, store_url)
     recovery = recover(store, session_id, force=force)

@@ -117,7 +117,7 @@ def plan_command(session: str, store_url: str | None, check: bool, as_json: bool
     Reads only the tail, as `recover` does. Exits 4 while a live writer holds
     the session: its open turn is work in progress, not a crash.
     """
-    from turnlog.triage import plan_stored
+    from turnlog.stored_recovery import plan_stored
 
     store, session_id = resolve_session(session, store_url)
     repairs = plan_stored(store, session_id)
