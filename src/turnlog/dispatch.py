@@ -56,12 +56,12 @@ def begin_dispatch(
     The append's write-order check decides; only a refusal pays for the
     question of which rule refused, so the hot path checks once.
     """
-    with log._lock:
-        try:
-            dispatched = log.append(
-                ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
-            )
-        except WriteOrderError:
+    try:
+        dispatched = log.append(
+            ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
+        )
+    except WriteOrderError:
+        with log._lock:
             fold = log._fold
             if not fold.turn_open:
                 raise UsageError(
@@ -74,7 +74,7 @@ def begin_dispatch(
                 ) from None
             if fold.is_dispatched(call.id):
                 raise UsageError(f"call {call.id!r} is already dispatched and running") from None
-            raise
+        raise
     return Dispatch(log, call, dispatched.seq)
 
 

@@ -130,24 +130,24 @@ def end_step(log: Log) -> None:
             hint="end a step begun with `log.begin_step()` inside `log.turn()`; a "
             "step_start appended by hand is ended with `log.append(StepEnd(...))`",
         )
-    with log._lock:
-        try:
-            log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
-        except WriteOrderError:
-            # The append's check refused; say it in the words of a step block.
+    try:
+        log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+    except WriteOrderError:
+        # The append's check refused; say it in the words of a step block.
+        with log._lock:
             owed = log._fold.owed_in_open_step()
-            if not owed:
-                raise
-            # A normal step_end would say nothing was in flight, and recovery
-            # would then call these calls "not started" (R3) even if the
-            # program runs them after the block. Refuse, and let the turn
-            # close them as outcome unknown.
-            raise WriteOrderError(
-                f"step {turn.steps} of turn {turn.number} ended with calls unanswered: "
-                f"{', '.join(owed)}",
-                hint="run each requested call inside `with log.dispatch(call)` and record "
-                "its result before the step ends",
-            ) from None
+        if not owed:
+            raise
+        # A normal step_end would say nothing was in flight, and recovery
+        # would then call these calls "not started" (R3) even if the
+        # program runs them after the block. Refuse, and let the turn
+        # close them as outcome unknown.
+        raise WriteOrderError(
+            f"step {turn.steps} of turn {turn.number} ended with calls unanswered: "
+            f"{', '.join(owed)}",
+            hint="run each requested call inside `with log.dispatch(call)` and record "
+            "its result before the step ends",
+        ) from None
 
 
 def unwind(log: Log, exc: BaseException, *, reason: str | None) -> None:
