@@ -15,6 +15,7 @@ from conftest import make_store
 from fileio_doubles import RecordingIO
 from turnlog import events as ev
 from turnlog.aio import aopen
+from turnlog.async_log import LIGHT_BATCH_MAX_EVENTS
 from turnlog.stores import Store
 from turnlog.stores.jsonl import JSONLStore
 
@@ -186,3 +187,27 @@ def test_a_closed_handle_refuses_light_calls(tmp_path: Path) -> None:
 
     asyncio.run(main())
     assert not [e for e in store.read("z") if isinstance(e.data, ev.UserMessage)]
+
+
+def test_a_big_batch_is_encoded_off_the_loop(tmp_path: Path) -> None:
+    written_on: list[str] = []
+
+    class ThreadRecordingIO(RecordingIO):
+        def write(self, fd: int, data: bytes | bytearray) -> int:
+            written_on.append(threading.current_thread().name)
+            return super().write(fd, data)
+
+    store = JSONLStore(tmp_path, io=ThreadRecordingIO())
+    small = [ev.UserMessage(content=f"s{i}") for i in range(LIGHT_BATCH_MAX_EVENTS)]
+    big = [ev.UserMessage(content=f"b{i}") for i in range(LIGHT_BATCH_MAX_EVENTS + 1)]
+
+    async def main() -> None:
+        async with aopen(store, "b", create=True) as log:
+            written_on.clear()
+            await log.append_many(small)
+            await log.append_many(big)
+
+    asyncio.run(main())
+    assert written_on == [threading.main_thread().name, written_on[1]]
+    assert written_on[1].startswith("turnlog-")
+    assert len(store.read("b")) == 1 + len(small) + len(big)

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Seque
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 from turnlog import events as ev
 from turnlog.dispatch import Dispatch, begin_dispatch_with
@@ -26,6 +26,9 @@ from turnlog.stores import Store
 from turnlog.stores.holders import OPENED_AT, caller_site
 from turnlog.turns import Turn
 from turnlog.verdict import Verdict
+
+#: The most events an `append_many` runs on the event loop's thread (see `AsyncLog`).
+LIGHT_BATCH_MAX_EVENTS: Final = 64
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -62,8 +65,9 @@ class AsyncLog:
 
     A write runs on one writer thread of its own, one at a time in the order
     the writes were awaited. A write that only hands bytes to memory (an
-    unsynced append to a JSONL file or the memory store, a read of a loaded
-    transcript) runs at once on the loop's thread instead, when nothing is
+    unsynced append to a JSONL file or the memory store, a batch of at most
+    `LIGHT_BATCH_MAX_EVENTS`, a read of a loaded transcript) runs at once on
+    the loop's thread instead, when nothing is
     queued ahead of it and no other thread holds the log: a hand-off to a
     thread costs more than the write. A sync such a write asks for runs on
     the writer thread before its await returns, so what an await promised
@@ -200,6 +204,9 @@ class AsyncLog:
         return await self._run_light(functools.partial(self.log.append, data, **options))
 
     async def append_many(self, items: Sequence[EventData], **options: Any) -> list[Event]:
+        if len(items) > LIGHT_BATCH_MAX_EVENTS:
+            # Encoding a big batch is work the loop should not wait on.
+            return await self._run(self.log.append_many, items, **options)
         return await self._run_light(self.log.append_many, items, **options)
 
     async def system(self, content: Content) -> Event[ev.SystemMessage]:
