@@ -211,3 +211,61 @@ def test_a_big_batch_is_encoded_off_the_loop(tmp_path: Path) -> None:
     assert written_on == [threading.main_thread().name, written_on[1]]
     assert written_on[1].startswith("turnlog-")
     assert len(store.read("b")) == 1 + len(small) + len(big)
+
+
+def test_a_durable_append_racing_a_close_succeeds(tmp_path: Path) -> None:
+    """Its sync is queued before anything else runs on the loop, a close
+    among it: the append returns its event, and the event is on disk."""
+    store = JSONLStore(tmp_path)
+
+    async def main() -> list[object]:
+        log = await aopen(store, "r", create=True)
+        return await asyncio.gather(
+            log.append(ev.UserMessage(content="kept"), sync=True),
+            log.close(),
+            return_exceptions=True,
+        )
+
+    appended, closed = asyncio.run(main())
+    assert isinstance(appended, ev.Event) and closed is None
+    assert [e.data for e in store.read("r")][1:] == [ev.UserMessage(content="kept")]
+
+
+def test_a_cancelled_queued_call_leaves_the_light_path_open(tmp_path: Path) -> None:
+    store = JSONLStore(tmp_path)
+
+    async def main() -> str:
+        async with aopen(store, "q", create=True) as log:
+            busy = asyncio.ensure_future(log.call(time.sleep, 0.1))
+            await asyncio.sleep(0.01)
+            queued = asyncio.ensure_future(log.append(ev.UserMessage(content="dropped")))
+            await asyncio.sleep(0.01)
+            queued.cancel()
+            await busy
+            await asyncio.sleep(0.01)
+            return await log.call_light(thread_of)
+
+    assert asyncio.run(main()) == "loop"
+    assert not [e for e in store.read("q") if e.data == ev.UserMessage(content="dropped")]
+
+
+def test_a_task_holding_the_log_keeps_other_tasks_writes_out(tmp_path: Path) -> None:
+    store = JSONLStore(tmp_path)
+
+    async def main() -> None:
+        async with aopen(store, "l", create=True) as log:
+
+            async def holder() -> None:
+                with log.log.lock:
+                    await asyncio.sleep(0.05)
+                    log.log.user("held")
+
+            async def other() -> None:
+                await asyncio.sleep(0.01)
+                await log.user("other")
+
+            await asyncio.gather(holder(), other())
+
+    asyncio.run(main())
+    texts = [e.data.content for e in store.read("l") if isinstance(e.data, ev.UserMessage)]
+    assert texts == ["held", "other"]

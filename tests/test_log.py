@@ -152,3 +152,20 @@ def test_bad_durability_is_refused_before_anything_is_created(tmp_path: Path) ->
     with pytest.raises(turnlog.UsageError, match="durability"):
         turnlog.open(tmp_path / "d.jsonl", durability="sometimes")  # type: ignore[arg-type]
     assert not (tmp_path / "d.jsonl").exists()
+
+
+def test_a_dispatch_that_may_not_happen_is_refused_as_such_whatever_its_idempotency(
+    tmp_path: Path,
+) -> None:
+    call = ev.ToolCall(id="c1", name="pay", arguments={})
+    with turnlog.open(tmp_path / "d.jsonl") as log:
+        with pytest.raises(turnlog.UsageError, match="must be inside a turn"):
+            log.begin_dispatch(call, idempotency="bogus")  # type: ignore[arg-type]
+        with log.turn(), log.step():
+            log.assistant("", [call])
+            with pytest.raises(turnlog.UsageError, match="idempotency 'bogus'"):
+                log.begin_dispatch(call, idempotency="bogus")  # type: ignore[arg-type]
+            with log.dispatch(call) as running:
+                running.result("paid")
+            with pytest.raises(turnlog.UsageError, match="never replayed"):
+                log.begin_dispatch(call, idempotency="bogus")  # type: ignore[arg-type]

@@ -88,22 +88,22 @@ class AsyncLog:
         self._queued = 0
         self._queued_lock = threading.Lock()
 
-    def _counted(self, job: Callable[[], _T]) -> _T:
-        try:
-            return job()
-        finally:
-            with self._queued_lock:
-                self._queued -= 1
+    def _done(self, _: Future[Any]) -> None:
+        with self._queued_lock:
+            self._queued -= 1
 
     def _submit(self, job: Callable[[], _T]) -> Future[_T]:
         with self._queued_lock:
             self._queued += 1
         try:
-            return self._executor.submit(self._counted, job)
+            future = self._executor.submit(job)
         except BaseException:
             with self._queued_lock:
                 self._queued -= 1
             raise
+        # Done, failed or cancelled before it ran: no longer ahead of anyone.
+        future.add_done_callback(self._done)
+        return future
 
     async def _run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
@@ -120,6 +120,7 @@ class AsyncLog:
         otherwise on the writer thread, as `_run` does."""
         log = self.log
         writer = log._writer
+        lock = log._lock
         if (
             self._queued
             or self._closing is not None
@@ -127,27 +128,30 @@ class AsyncLog:
             or writer.unsynced_append_waits
             # A subscriber is told whether the events it gets are durable.
             or log._subscribers
-            or not log._lock.acquire(blocking=False)
+            # A task holding the log across an await keeps every other
+            # task's writes out, as it does on the writer thread.
+            or lock._is_owned()  # type: ignore[attr-defined]
+            or not lock.acquire(blocking=False)
         ):
             return await self._run(fn, *args, **kwargs)
-        owed = False
+        syncing: Future[None] | None = None
         try:
-            if log._owed_sync is not None:
-                # This thread holds the lock across an await: keep to the queue.
-                log._lock.release()
-                return await self._run(fn, *args, **kwargs)
             log._owed_sync = False
             try:
                 return fn(*args, **kwargs)
             finally:
-                owed = bool(log._owed_sync)
+                owed = log._owed_sync
                 log._owed_sync = None
-                log._lock.release()
+                lock.release()
+                if owed:
+                    # Queued before anything else can run on the loop (a
+                    # close among it): the sync goes first.
+                    syncing = self._submit(log.sync)
         finally:
-            if owed:
+            if syncing is not None:
                 # Shielded: an append that asked to be durable is, even when
                 # its caller is cancelled meanwhile.
-                await asyncio.shield(self._run(log.sync))
+                await asyncio.shield(asyncio.wrap_future(syncing))
 
     def call_soon(self, fn: Callable[_P, Any], *args: _P.args, **kwargs: _P.kwargs) -> None:
         """Queue `fn` on the writer thread without waiting for it (from a

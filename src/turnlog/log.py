@@ -258,13 +258,13 @@ class Log:
                 self._owed_sync, sync = True, False
             try:
                 writer.append_one(event, sync)
+                fold.extend((event,))  # `apply`, one frame less
             except BaseException:
                 # Exception-safe bookkeeping: whatever reached the store is
                 # folded, even when a signal handler raised mid-append.
                 if writer.next_seq > fold.next_seq:
                     fold.apply(event)
                 raise
-            fold.extend((event,))  # `apply`, one frame less
             if self._subscribers:
                 for callback in self._subscribers:
                     callback((event,), sync)

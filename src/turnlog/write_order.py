@@ -62,11 +62,8 @@ def _undispatched_result(
 
 
 def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> UsageError | None:
-    if data.idempotency is not None and data.idempotency not in IDEMPOTENCY_VALUES:
-        try:
-            check_idempotency(data.idempotency, tool=data.name)
-        except UsageError as error:
-            return error
+    # The order first: a dispatch that may not happen at all is refused as
+    # such, whatever it says of its tool.
     if not fold.turn_open:
         return WriteOrderError(
             f"dispatch of call {data.call_id!r} outside any turn",
@@ -81,6 +78,11 @@ def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> UsageErr
             hint="record the assistant message that asks for the call before dispatching it; "
             "a tool the framework runs on its own (a hosted tool, a handoff) is not dispatched",
         )
+    if data.idempotency is not None and data.idempotency not in IDEMPOTENCY_VALUES:
+        try:
+            check_idempotency(data.idempotency, tool=data.name)
+        except UsageError as error:
+            return error
     return None
 
 
