@@ -269,7 +269,7 @@ def child_main(task: str, args: list[str]) -> None:
     if task == "load-orjson":
         import orjson
     from turnlog.log import utc_now
-    from turnlog.stores.jsonl_record import decode_sound_line, encode_line_into
+    from turnlog.stores.jsonl_record import decode_line, decode_sound_line, encode_line_into
 
     io_before = proc_io()
     extra: dict[str, Any] = {}
@@ -356,9 +356,13 @@ def child_main(task: str, args: list[str]) -> None:
         elif task == "load-floor":
             # What every checked read must do per line: verify the checksum
             # and decode the record. No fold, no seq or damage bookkeeping.
+            # A process's first lines take the careful path, as in every
+            # reader (`events.FAST_DECODER_AFTER_RECORDS`).
             with open(args[0], "rb") as f:
-                decoded = [decode_sound_line(line[:-1]) for line in f]
-            assert None not in decoded
+                decoded = [
+                    decode_sound_line(line[:-1]) or decode_line(line[:-1], checksummed=True)[0]
+                    for line in f
+                ]
             count = len(decoded)
         elif peer == "sqlite":
             items = asyncio.run(SQLiteSession("bench", args[0]).get_items())
