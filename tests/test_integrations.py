@@ -50,6 +50,10 @@ def test_killed_mid_tool_then_recovered_and_resumed(
     died = program(framework, "run", str(store), str(side), *flags, kill_at=killed_in)
     assert died.returncode == SIGKILLED, died.stderr
     session = str(store / "run-1.jsonl")
+    # Killed inside its charge. With parallel calls the other charge may or
+    # may not have run by then: the threads race, and either is honest.
+    before = ran(side)
+    assert killed_in in before and len(set(before)) == len(before)
 
     code, out, _ = cli("inspect", session, "--json")
     found = json.loads(out)
@@ -78,7 +82,8 @@ def test_killed_mid_tool_then_recovered_and_resumed(
     expected = [f"call_1_{a}" for a in ([1, 2] if parallel else [1])]
     assert seen["calls"] == expected and sorted(seen["outputs"]) == expected
     assert seen["notice"] is (command == "revive")  # the model is told only when revived
-    assert sorted(ran(side)) == ([1, 2] if parallel else [1])  # every charge ran once
+    # Resuming runs no charge again: each call the kill left owed was answered.
+    assert ran(side) == before
 
     for provider in PROVIDERS:
         code, out, _ = cli("export", session, "--to", provider, "--validate")
