@@ -70,6 +70,10 @@ def test_the_docs_section_survives_a_kill_and_revives(
 
     died = doc(framework, "run", workdir, side, url, parallel, KILL_AT=str(killed_in))
     assert died.returncode == -9, died.stderr
+    # Killed inside its charge. With parallel calls the other charge may or
+    # may not have run by then: the calls race, and either is honest.
+    before = [int(line) for line in side.read_text().split()]
+    assert killed_in in before and len(set(before)) == len(before)
     found = turnlog.inspect(target, session)
     assert found.status == "interrupted"
     owed = {call.call_id: call for call in found.owed_calls}
@@ -89,8 +93,8 @@ def test_the_docs_section_survives_a_kill_and_revives(
     expected = [f"call_1_{a}" for a in ([1, 2] if parallel else [1])]
     assert seen["calls"] == expected and sorted(seen["outputs"]) == expected
     assert seen["notice"] is True  # revived, not only recovered: the model was told
-    ran = [int(line) for line in side.read_text().split()]
-    assert sorted(ran) == ([1, 2] if parallel else [1])  # every charge ran once
+    # Reviving runs no charge again: each call the kill left owed was answered.
+    assert [int(line) for line in side.read_text().split()] == before
 
     events = turnlog.open_store(target)[0].read(session)
     repair = next(
