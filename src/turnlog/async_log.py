@@ -1,4 +1,4 @@
-"""The asyncio writer handle: `AsyncLog` and `aopen`, appends run off the event loop."""
+"""The asyncio writer handle: `AsyncLog` and `aopen`; no sync or database write on the loop."""
 
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ class AsyncLog:
     async def dispatch(
         self, call: ToolCall, *, idempotency: IdempotencyValue | None = None, **options: Any
     ) -> AsyncIterator[AsyncDispatch]:
-        """Write `tool_dispatch` durably (off the loop) before the block runs the tool.
+        """Write `tool_dispatch` durably (its sync off the loop) before the block runs the tool.
         `options` are the dispatch's other fields (`join`, `timeout_s`, `background`)."""
         fields = {"idempotency": idempotency, **options}
         handle = await self._run_light(begin_dispatch_with, self.log, call, fields)
