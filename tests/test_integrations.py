@@ -148,9 +148,16 @@ def test_openai_agents_items_are_not_written_twice_and_pop_hides_without_deletin
         assert popped == items[-1]
         assert await session.get_items() == items[:-1]
         assert await session.get_items(limit=1) == items[-2:-1]
+        # A handle opened later reads the hiding back from the log, in the pass
+        # that reads its transcript.
+        await session.close()
+        session = TurnlogSession(tmp_path, "w")
+        assert await session.get_items() == items[:-1]
         await session.clear_session()
         assert await session.get_items() == []
         await session.close()
+        async with TurnlogSession(tmp_path, "w") as reopened:
+            assert await reopened.get_items() == []
         after = (tmp_path / "w.jsonl").read_bytes()
         assert after.startswith(before)  # nothing deleted: hiding appends
         return items

@@ -169,3 +169,17 @@ def test_a_dispatch_that_may_not_happen_is_refused_as_such_whatever_its_idempote
                 running.result("paid")
             with pytest.raises(turnlog.UsageError, match="never replayed"):
                 log.begin_dispatch(call, idempotency="bogus")  # type: ignore[arg-type]
+
+
+def test_read_transcript_reads_the_log_once_and_shows_each_event(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "r.jsonl") as log:
+        log.user("hi")
+        log.append(ev.Custom(type="x_mark", fields={"n": 1}))
+    with turnlog.open(tmp_path / "r.jsonl") as log:
+        assert not log.transcript_read  # reopened: only the tail was read
+        seen: list[ev.Event] = []
+        assert log.read_transcript(observe=seen.append) is True
+        assert [e.seq for e in seen] == [0, 1, 2] and log.transcript_read
+        assert log.read_transcript(observe=seen.append) is False
+        assert len(seen) == 3
+        assert [m.content for m in log.messages] == ["hi"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -44,6 +44,12 @@ __all__ = [
 @contextmanager
 def _unchecked(store: Store, session_id: str) -> Iterator[None]:
     yield
+
+
+def _observed(events: Iterable[Event], observe: Callable[[Event], None]) -> Iterator[Event]:
+    for event in events:
+        observe(event)
+        yield event
 
 
 class Log:
@@ -122,7 +128,18 @@ class Log:
         every write but recovery's is refused until `recover()` runs."""
         return self._crashed
 
-    def _whole_fold(self) -> Fold:
+    def read_transcript(self, observe: Callable[[Event], None] | None = None) -> bool:
+        """Read the whole log now unless it is read already, showing each event
+        to `observe` on the way (one pass, for a caller that keeps an index of
+        its own, such as `x_*` events the fold skips). True if this call read it;
+        False if it was read before, and `observe` saw nothing."""
+        with self._lock:
+            if self._whole:
+                return False
+            self._whole_fold(observe)
+            return True
+
+    def _whole_fold(self, observe: Callable[[Event], None] | None = None) -> Fold:
         """The fold of the whole log, read once on first need."""
         if self._whole:
             return self._fold
@@ -130,7 +147,10 @@ class Log:
             if not self._whole:
                 # We hold the writer lock: the store holds exactly what this
                 # handle appended on top of what it read.
-                whole = Fold(self.store.iter_events(self.session_id))
+                events = self.store.iter_events(self.session_id)
+                if observe is not None:
+                    events = _observed(events, observe)
+                whole = Fold(events)
                 if whole.next_seq != self._fold.next_seq:
                     raise TurnlogError(
                         f"session {self.session_id!r} holds {whole.next_seq} events where this "

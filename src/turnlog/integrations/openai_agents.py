@@ -39,6 +39,7 @@ from turnlog.integrations import (
     shared_state,
     tool_idempotency,
 )
+from turnlog.log import Log
 from turnlog.providers import openai_responses
 from turnlog.stores import Store
 
@@ -95,7 +96,7 @@ class TurnlogSession:
         # What every live handle on this session must agree on: the items
         # pop_item and clear_session hid, and the response item ids the hooks
         # recorded (so the SDK's later add_items does not write them twice).
-        self._shared = shared_state(log, "openai_agents", lambda: _Hiding.read(log))
+        self._shared = shared_state(log, "openai_agents", _Hiding)
 
     @property
     def log(self) -> AsyncLog:
@@ -118,6 +119,8 @@ class TurnlogSession:
     # -- the Session protocol ---------------------------------------------------------
 
     async def _items(self) -> list[tuple[tuple[int, int], dict[str, Any]]]:
+        if not self._shared.loaded:
+            await self.log.call(self._shared.load, self.log.log)
         out = []
         for message in await self.log.messages():
             if message.seq <= self._shared.cleared_through:
@@ -263,17 +266,28 @@ class _Hiding:
         # The run (its context object, the same through one `Runner.run`)
         # whose turn is open: another run's model call must not land in it.
         self.run: Any = None
+        # Whether the hide and clear events written before this process
+        # opened the session are read (`load`).
+        self.loaded = False
 
-    @classmethod
-    def read(cls, log: Any) -> _Hiding:
-        out = cls()
-        for event in log.store.iter_events(log.session_id):
-            data = event.data
-            if isinstance(data, ev.Custom) and data.type == _HIDE_EVENT:
-                out.hidden.add((int(data.fields["seq"]), int(data.fields["index"])))
-            elif isinstance(data, ev.Custom) and data.type == _CLEAR_EVENT:
-                out.cleared_through = int(data.fields["through_seq"])
-        return out
+    def load(self, log: Log) -> None:
+        """Read the hide and clear events the log holds, in the same pass
+        that reads its transcript when that is not read yet (a session opened
+        per request then reads its log once, not twice)."""
+        with log.lock:
+            if self.loaded:
+                return
+            if not log.read_transcript(observe=self._see):
+                for event in log.store.iter_events(log.session_id):
+                    self._see(event)
+            self.loaded = True
+
+    def _see(self, event: ev.Event) -> None:
+        data = event.data
+        if isinstance(data, ev.Custom) and data.type == _HIDE_EVENT:
+            self.hidden.add((int(data.fields["seq"]), int(data.fields["index"])))
+        elif isinstance(data, ev.Custom) and data.type == _CLEAR_EVENT:
+            self.cleared_through = int(data.fields["through_seq"])
 
 
 def _say(log: Any, said: ev.UserMessage | ev.SystemMessage) -> None:
