@@ -40,6 +40,9 @@ _SYNTHETIC_ORIGINS: Final = frozenset(
         Origin.BACKGROUND.value,
     }
 )
+# An enum's `.value` is a descriptor call: the hot path reads a plain string.
+_IMPORT: Final = Origin.IMPORT.value
+_NONE_ASKED: Final[frozenset[str]] = frozenset()
 
 
 class Fold:
@@ -308,7 +311,7 @@ class Fold:
 
     def _on_assistant(self, event: Event, data: ev.AssistantMessage) -> None:
         calls = data.tool_calls
-        self._asking = frozenset(call.id for call in calls)
+        self._asking = frozenset([call.id for call in calls]) if calls else _NONE_ASKED
         message = Message(
             role="assistant",
             content=data.content,
@@ -379,7 +382,7 @@ class Fold:
             )
         earlier = self._turn
         self._turn = MutableTurn(event.seq, data.turn)
-        if event.origin == Origin.IMPORT.value:
+        if event.origin == _IMPORT:
             # A turn read from another tool's file: its writer did not
             # dispatch ahead, so the turn proves nothing about which of its
             # calls ran (R1 and R4 only; a start line it recorded is R1).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from turnlog import events as ev
 from turnlog.clock import utc_now
@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from turnlog.log import Log
 
 
+# An enum's `.value` is a descriptor call: every turn reads a plain string.
+_COMPLETE: Final = TurnEndReason.COMPLETE.value
+
+
 class Turn:
     """An open turn. Set `reason` before the block ends to end it otherwise than
     `complete` (for example `rejected`)."""
@@ -24,7 +28,7 @@ class Turn:
     def __init__(self, number: int) -> None:
         self.number = number
         self.steps = 0
-        self.reason: str = TurnEndReason.COMPLETE.value
+        self.reason: str = _COMPLETE
 
 
 def is_cancellation(exc: BaseException) -> bool:
