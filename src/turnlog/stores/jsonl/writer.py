@@ -92,7 +92,22 @@ class JSONLWriter(StoreWriter):
             raise self._conflict(event.seq)
         line = self._line
         encode_line_into(event, line)
-        self._write_bytes(fd, line, 1, sync)
+        # `_write_bytes` for one line, inlined: this is every agent loop's
+        # hot path. The failures go through the same two helpers.
+        try:
+            written = self._write(fd, line)
+        except BaseException as exc:
+            error = self._failed_write(fd, len(line), 1, exc)
+            if error is exc:
+                raise
+            raise error from exc
+        if written != len(line):
+            raise self._short_write(fd, written, len(line))
+        self._size += written
+        self._next_seq += 1
+        self._dirty = True
+        if sync:
+            self.sync()
 
     def append(self, events: Sequence[Event], *, expected_seq: int, sync: bool) -> None:
         fd = self._fd
@@ -107,27 +122,40 @@ class JSONLWriter(StoreWriter):
         """One write of whole lines, then the bookkeeping, exception-safe."""
         try:
             written = self._write(fd, data)
-        except OSError as exc:
-            self._cut_back(fd)
-            raise translate(exc, "append to", self._path) from exc
-        except BaseException:
-            # A signal handler raised (Ctrl-C, SIGTERM calling sys.exit) while
-            # or right after the bytes went out: account for what reached the
-            # file before anything else runs, so no seq is ever written twice.
-            self._settle(fd, len(data), count)
-            raise
+        except BaseException as exc:
+            error = self._failed_write(fd, len(data), count, exc)
+            if error is exc:
+                raise
+            raise error from exc
         if written != len(data):
-            self._cut_back(fd)
-            raise StoreIOError(
-                f"append to {self._path}: short write ({written} of {len(data)} bytes)",
-                errno=errno.ENOSPC,
-                hint="the disk is likely full; nothing of this append was kept",
-            )
+            raise self._short_write(fd, written, len(data))
         self._size += written
         self._next_seq += count
         self._dirty = True
         if sync:
             self.sync()
+
+    def _failed_write(
+        self, fd: int, size_bytes: int, count: int, exc: BaseException
+    ) -> BaseException:
+        """What a write that raised leaves, and the error to raise for it (the
+        exception itself, unless it is an OS error turnlog words)."""
+        if isinstance(exc, OSError):
+            self._cut_back(fd)
+            return translate(exc, "append to", self._path)
+        # A signal handler raised (Ctrl-C, SIGTERM calling sys.exit) while or
+        # right after the bytes went out: account for what reached the file
+        # before anything else runs, so no seq is ever written twice.
+        self._settle(fd, size_bytes, count)
+        return exc
+
+    def _short_write(self, fd: int, written: int, size_bytes: int) -> StoreIOError:
+        self._cut_back(fd)
+        return StoreIOError(
+            f"append to {self._path}: short write ({written} of {size_bytes} bytes)",
+            errno=errno.ENOSPC,
+            hint="the disk is likely full; nothing of this append was kept",
+        )
 
     def _settle(self, fd: int, size_bytes: int, count: int) -> None:
         """After an interrupted write: keep a whole batch that landed, cut a
