@@ -183,3 +183,26 @@ def test_read_transcript_reads_the_log_once_and_shows_each_event(tmp_path: Path)
         assert log.read_transcript(observe=seen.append) is False
         assert len(seen) == 3
         assert [m.content for m in log.messages] == ["hi"]
+
+
+def test_both_loops_word_a_refused_dispatch_alike(tmp_path: Path) -> None:
+    import asyncio
+
+    call = ev.ToolCall(id="c1", name="pay", arguments={})
+    with (
+        turnlog.open(tmp_path / "s.jsonl") as log,
+        pytest.raises(turnlog.UsageError) as sync_refusal,
+        log.dispatch(call),
+    ):
+        pass
+
+    async def main() -> str:
+        async with turnlog.aopen(tmp_path / "a.jsonl") as log:
+            with pytest.raises(turnlog.UsageError) as refusal:
+                async with log.dispatch(call):
+                    pass
+            return str(refusal.value)
+
+    async_refusal = asyncio.run(main())
+    assert "must be inside a turn" in async_refusal
+    assert async_refusal == str(sync_refusal.value)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from turnlog import events as ev
 from turnlog import turns
-from turnlog.dispatch import Dispatch, begin_dispatch, end_dispatch
-from turnlog.events import IdempotencyValue, ToolCall
+from turnlog.dispatch import Dispatch, dispatch_payload, end_dispatch
+from turnlog.events import ToolCall
 from turnlog.turns import Turn
 
 if TYPE_CHECKING:
@@ -78,21 +79,16 @@ class DispatchBlock:
     """`with log.dispatch(call):` — `tool_dispatch` on entry; a block that
     raises or records no result leaves the call answered outcome unknown."""
 
-    __slots__ = ("_call", "_handle", "_idempotency", "_join", "_log")
+    __slots__ = ("_call", "_handle", "_log", "_payload")
 
-    def __init__(
-        self, log: Log, call: ToolCall, idempotency: IdempotencyValue | None, join: str | None
-    ) -> None:
+    def __init__(self, log: Log, call: ToolCall, payload: ev.ToolDispatch) -> None:
         self._log = log
         self._call = call
-        self._idempotency = idempotency
-        self._join = join
+        self._payload = payload
         self._handle: Dispatch | None = None
 
     def __enter__(self) -> Dispatch:
-        self._handle = begin_dispatch(
-            self._log, self._call, idempotency=self._idempotency, join=self._join
-        )
+        self._handle = dispatch_payload(self._log, self._call, self._payload)
         return self._handle
 
     def __exit__(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from turnlog import events as ev
@@ -51,31 +50,9 @@ class Dispatch:
 def begin_dispatch(
     log: Log, call: ToolCall, *, idempotency: IdempotencyValue | None, join: str | None
 ) -> Dispatch:
-    """`Log.begin_dispatch`: refuse a call outside a turn, answered or running.
-
-    The append's write-order check decides; only a refusal pays for the
-    question of which rule refused, so the hot path checks once.
-    """
-    try:
-        dispatched = log.append(
-            ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
-        )
-    except WriteOrderError:
-        with log._lock:
-            fold = log._fold
-            if not fold.turn_open:
-                raise UsageError(
-                    "a dispatch must be inside a turn", hint="use `with log.turn():` first"
-                ) from None
-            if fold.is_answered(call.id):
-                raise UsageError(
-                    f"call {call.id!r} already has a result in this turn; "
-                    "tool calls are never replayed"
-                ) from None
-            if fold.is_dispatched(call.id):
-                raise UsageError(f"call {call.id!r} is already dispatched and running") from None
-        raise
-    return Dispatch(log, call, dispatched.seq)
+    """`Log.begin_dispatch`: refuse a call outside a turn, answered or running."""
+    payload = ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
+    return dispatch_payload(log, call, payload)
 
 
 def end_dispatch(log: Log, handle: Dispatch, exc: BaseException | None) -> None:
@@ -100,19 +77,31 @@ def _unwind_call(log: Log, handle: Dispatch, error: str) -> None:
 def begin_dispatch_with(log: Log, call: ToolCall, fields: Mapping[str, Any]) -> Dispatch:
     """`Log.begin_dispatch` with every field a dispatch may record (a
     deadline, a background spawn): durable before the tool body runs."""
-    dispatched = log.append(ev.ToolDispatch(call_id=call.id, name=call.name, **fields))
-    return Dispatch(log, call, dispatched.seq)
+    return dispatch_payload(log, call, ev.ToolDispatch(call_id=call.id, name=call.name, **fields))
 
 
-@contextlib.contextmanager
-def dispatched(log: Log, call: ToolCall, fields: Mapping[str, Any]) -> Iterator[Dispatch]:
-    """`Log.dispatch` with every field a dispatch may record; a block that
-    raises or records nothing leaves the call answered outcome unknown."""
-    handle = begin_dispatch_with(log, call, fields)
+def dispatch_payload(log: Log, call: ToolCall, payload: ev.ToolDispatch) -> Dispatch:
+    """Append `payload`, the dispatch of `call`, and hand back its handle. Every
+    dispatch of either loop comes through here, so a refused one reads alike.
+
+    The append's write-order check decides; only a refusal pays for the
+    question of which rule refused, so the hot path checks once.
+    """
     try:
-        yield handle
-    except BaseException as exc:
-        log.end_dispatch(handle, exc)
+        dispatched = log.append(payload)
+    except WriteOrderError:
+        with log._lock:
+            fold = log._fold
+            if not fold.turn_open:
+                raise UsageError(
+                    "a dispatch must be inside a turn", hint="use `with log.turn():` first"
+                ) from None
+            if fold.is_answered(call.id):
+                raise UsageError(
+                    f"call {call.id!r} already has a result in this turn; "
+                    "tool calls are never replayed"
+                ) from None
+            if fold.is_dispatched(call.id):
+                raise UsageError(f"call {call.id!r} is already dispatched and running") from None
         raise
-    else:
-        log.end_dispatch(handle, None)
+    return Dispatch(log, call, dispatched.seq)

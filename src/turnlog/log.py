@@ -383,7 +383,10 @@ class Log:
         `handle.result(...)`. If the block raises or ends without a result,
         the call is answered as outcome unknown, since it may have run.
         """
-        return DispatchBlock(self, call, idempotency, join)
+        payload = ev.ToolDispatch(
+            call_id=call.id, name=call.name, idempotency=idempotency, join=join
+        )
+        return DispatchBlock(self, call, payload)
 
     def begin_dispatch(
         self,

@@ -25,11 +25,11 @@ from turnlog.agents import (
     ToolOutput,
     check_deadline,
 )
+from turnlog.blocks import DispatchBlock
 from turnlog.budgets import Budget, BudgetClock, budget_spent_result
 from turnlog.deadlines import ToolThread, behind_deadline_result, past_deadline_result
-from turnlog.dispatch import dispatched
 from turnlog.errors import UsageError
-from turnlog.events import Content, Origin, ToolCall, TurnEndReason
+from turnlog.events import Content, Origin, ToolCall, ToolDispatch, TurnEndReason
 from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.notices import NoticeStyle
@@ -302,7 +302,9 @@ def _run_calls(
 
 def _run_call(log: Log, tool: Tool | None, call: ToolCall, timeout_s: float | None) -> bool:
     """Dispatch and run one call; False when it ran past its deadline."""
-    with dispatched(log, call, dispatch_options(tool, call, timeout_s)) as running:
+    fields = dispatch_options(tool, call, timeout_s)
+    payload = ToolDispatch(call_id=call.id, name=call.name, **fields)
+    with DispatchBlock(log, call, payload) as running:
         if tool is None:
             running.result(f"unknown tool {call.name!r}", is_error=True)
             return True
