@@ -172,3 +172,28 @@ def test_a_database_of_an_earlier_version_reads_and_its_old_columns_are_left_alo
     connection.close()
     assert row == (5, 2, "2025-01-01T00:00:00Z", None)
     assert version == [(1,)]
+
+
+def test_a_second_store_object_here_hides_and_deletes_nothing_another_process_wrote(
+    tmp_path: Path,
+) -> None:
+    """The supervisor's shape that lost committed writes: this process reads
+    the store through one object, then a second object on the same file is
+    made and read; another process appends and exits. This process must see
+    the new events at once, and so must a fresh process after this one drops
+    both objects (proving the second file ours once opened it outside SQLite,
+    which dropped the first object's locks)."""
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    with turnlog.open(url, "run-1") as log:
+        log.user("hi")
+    first = SQLiteStore(db)
+    assert len(first.read("run-1")) == 2
+    second = SQLiteStore(db)
+    assert len(second.read("run-1")) == 2
+    assert worker(url, "run-1", "barrier", 16).wait(timeout=120) == 0
+    assert len(first.read("run-1")) == len(second.read("run-1")) == 18
+    first.close()
+    second.close()
+    del first, second
+    assert len(SQLiteStore(db).read("run-1")) == 18

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Final
 
@@ -32,7 +31,7 @@ from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
 from turnlog.stores.rows import decode_row
 from turnlog.stores.sql import SQLStore
-from turnlog.stores.sqlite_file import BUSY_TIMEOUT_MS, probe, translate
+from turnlog.stores.sqlite_file import BUSY_TIMEOUT_MS, PROVING, probe, translate
 from turnlog.tail import Tail
 
 SCHEMA_VERSION: Final = 1
@@ -204,7 +203,6 @@ class SQLiteStore(SQLStore):
         self._locks_dir = self.path + ".locks"
         super().__init__()
         self._initialized = False
-        self._init_mutex = threading.Lock()
 
     # -- connections ---------------------------------------------------------------
 
@@ -214,7 +212,7 @@ class SQLiteStore(SQLStore):
         read of a mistyped path finds no store rather than making one."""
         if self._initialized:
             return True
-        with self._init_mutex:
+        with PROVING:
             if self._initialized:
                 return True
             if probe(self.path, self.url) != "ours":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
 import urllib.parse
 from typing import Final
 
@@ -13,10 +14,17 @@ from turnlog.errors import NotAStoreError, StoreIOError, TurnlogError
 
 # How long a connection waits for another connection's write transaction.
 BUSY_TIMEOUT_MS: Final = 10_000
-# The first bytes of every SQLite database file.
-_MAGIC: Final = b"SQLite format 3\x00"
 # The tables that make a database a turnlog store.
 TABLES: Final = frozenset({"schema_version", "sessions", "events"})
+
+
+# Every database file this process has proven to be a turnlog store, by
+# (device, inode). A proof is never made twice: the next store object on the
+# same file, however it is named, asks SQLite nothing and opens nothing.
+_proven: set[tuple[int, int]] = set()
+# Held while a file is proven, made or given its schema, by every store object
+# of this process: two objects on one new path must not both make it.
+PROVING: Final = threading.Lock()
 
 
 def probe(path: str, url: str) -> str:
@@ -24,7 +32,15 @@ def probe(path: str, url: str) -> str:
     (nothing, or an empty file), or "ours" (turnlog's schema). Raises
     `NotAStoreError` for anything else: another application's database is
     never switched to WAL, never given turnlog's tables, and no `-wal` or
-    `-shm` file is left beside it."""
+    `-shm` file is left beside it.
+
+    The file is opened through SQLite only, never with a plain `open()`: this
+    process may hold connections to it, and closing any descriptor of a file
+    drops every POSIX lock the process holds on it. Another process would
+    then take itself for the last connection and checkpoint and remove the
+    write-ahead log under ours (SQLite's "How To Corrupt An SQLite Database
+    File", section 2.2). SQLite keeps such a descriptor open until its own
+    last connection to the file closes."""
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -33,35 +49,14 @@ def probe(path: str, url: str) -> str:
         raise StoreIOError(f"open {url}: {exc.strerror or exc}", errno=exc.errno) from exc
     if not stat.S_ISREG(st.st_mode):
         raise NotAStoreError(f"{url} is not an SQLite database: not a regular file")
+    key = (st.st_dev, st.st_ino)
+    if key in _proven:
+        return "ours"
     if st.st_size == 0:
         return "missing"
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(len(_MAGIC))
-    except OSError as exc:
-        raise StoreIOError(f"open {url}: {exc.strerror or exc}", errno=exc.errno) from exc
-    if magic != _MAGIC:
-        raise NotAStoreError(
-            f"{url} is not an SQLite database",
-            hint="check the path in the store URL; turnlog leaves the file as it is",
-        )
-    # Read-only, and immutable unless a write-ahead log is already there:
-    # a read-only open of a WAL database would otherwise leave `-shm` and
-    # `-wal` files behind.
-    mode = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
-    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?{mode}"
-    try:
-        probe = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            names = {
-                str(row[0])
-                for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
-        finally:
-            probe.close()
-    except sqlite3.Error as exc:
-        raise translate(exc, "open", url) from exc
+    names = _table_names(path, url)
     if names >= TABLES:
+        _proven.add(key)
         return "ours"
     if not names:
         return "missing"
@@ -70,6 +65,33 @@ def probe(path: str, url: str) -> str:
         f"{url} is the SQLite database of another application, not a turnlog store "
         f"(it holds {shown})"
     )
+
+
+def _table_names(path: str, url: str) -> set[str]:
+    """The tables of the database at `path`, read through SQLite without a
+    write: read-only, and immutable unless a write-ahead log is already there
+    (a read-only open of a WAL database would otherwise leave `-shm` and
+    `-wal` files behind)."""
+    mode = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?{mode}"
+    try:
+        connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            return {
+                str(row[0])
+                for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc) or "encrypted" in str(exc):
+            raise NotAStoreError(
+                f"{url} is not an SQLite database",
+                hint="check the path in the store URL; turnlog leaves the file as it is",
+            ) from exc
+        raise translate(exc, "open", url) from exc
+    except sqlite3.Error as exc:
+        raise translate(exc, "open", url) from exc
 
 
 def translate(exc: sqlite3.Error, action: str, where: str) -> TurnlogError:

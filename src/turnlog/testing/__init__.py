@@ -13,6 +13,7 @@ PostgreSQL stores. Needs pytest.
 
 from turnlog.testing.basics import BasicContract
 from turnlog.testing.concurrency import ConcurrencyContract
+from turnlog.testing.processes import ProcessContract
 from turnlog.testing.support import CONTRACT_LOG
 from turnlog.testing.support import LOG as LOG  # the name earlier releases used
 from turnlog.testing.whole_session import WholeSessionContract
@@ -20,7 +21,7 @@ from turnlog.testing.whole_session import WholeSessionContract
 __all__ = ["CONTRACT_LOG", "StoreContract"]
 
 
-class StoreContract(BasicContract, ConcurrencyContract, WholeSessionContract):
+class StoreContract(BasicContract, ConcurrencyContract, ProcessContract, WholeSessionContract):
     """What every store promises. Subclass with `make_store`; override
     `make_foreign` for a store that keeps files, and set `process_safe = False`
     for one another process cannot open."""
