@@ -447,14 +447,24 @@ class Fold:
         if turn is None:
             self._warnings.append(f"seq {event.seq}: tool_dispatch outside any turn")
             return
-        turn.dispatched_any = True
         call = turn.calls.get(data.call_id)
         if call is None or call.answered:
+            # A dispatch of a call no message of this turn asked for (a
+            # hand-written or imported log; the writer refuses it) was not
+            # written ahead by a turnlog writer: the turn proves nothing about
+            # which of its other calls ran (R1 and R4 only).
+            turn.stray_dispatch = True
             step_seq = turn.open_step.seq if turn.open_step is not None else None
             turn.sight(data.call_id, MutableCall(data.name, event.seq, step_seq, data, event.seq))
         elif call.dispatch is None:
             call.dispatch = data
             call.dispatch_seq = event.seq
+            if call.request_seq is None:
+                turn.stray_dispatch = True
+            elif not call.carried:
+                # Only a dispatch of a requested call shows that this turn's
+                # writer records dispatches ahead of running tools.
+                turn.dispatched_any = True
 
     def _on_compaction(self, event: Event, data: ev.Compaction) -> None:
         turn = self._turn

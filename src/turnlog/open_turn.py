@@ -58,6 +58,10 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
     calls: tuple[CallSighting, ...]
     # Subagents the turn spawned from a tool call, newest per call id.
     spawns: tuple[ev.SubagentSpawned, ...] = ()
+    # The turn holds a dispatch of a call no message of it asked for: no
+    # turnlog writer writes one, so, as above, it proves nothing about which
+    # of its calls ran.
+    stray_dispatch: bool = False
 
     @property
     def owed(self) -> tuple[CallSighting, ...]:
@@ -113,6 +117,7 @@ class MutableTurn:
         "seq",
         "spawns",
         "steps",
+        "stray_dispatch",
         "turn",
     )
 
@@ -127,6 +132,7 @@ class MutableTurn:
         self.closed_steps: set[int] = set()
         self.dispatched_any = False
         self.result_without_dispatch = False
+        self.stray_dispatch = False
         self.calls: dict[str, MutableCall] = {}
         self.spawns: dict[str, ev.SubagentSpawned] = {}
 
@@ -144,6 +150,7 @@ class MutableTurn:
             open_step=self.open_step,
             dispatched_any=self.dispatched_any,
             result_without_dispatch=self.result_without_dispatch,
+            stray_dispatch=self.stray_dispatch,
             calls=tuple(
                 CallSighting(
                     call_id=call_id,

@@ -72,7 +72,12 @@ def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
     # A call carried from a turn left open, or one no live message asks for,
     # was written in an order no turnlog writer keeps: the turn's other facts
     # prove nothing about it.
-    if not turn.result_without_dispatch and not call.carried and not call.orphaned:
+    if (
+        not turn.result_without_dispatch
+        and not turn.stray_dispatch
+        and not call.carried
+        and not call.orphaned
+    ):
         if turn.dispatched_any:
             # The harness writes dispatches ahead of running tools, and it
             # wrote some in this turn: a call without one never ran.
