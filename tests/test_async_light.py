@@ -69,6 +69,7 @@ def test_a_durable_append_is_synced_off_the_loop_before_its_await_returns(
 
     async def main() -> None:
         async with aopen(store, "d", create=True) as log:
+            await log.user("charge")
             synced_on.clear()  # the header's, synced where the open ran
             async with log.turn(), log.step():
                 await log.assistant("", [call])

@@ -181,6 +181,7 @@ def test_tail_read_does_not_grow_with_the_log(tmp_path: Path) -> None:
                 log.append_many([filler] * 100)
             # The writer stamps the revival count on turn_start; that stamp is
             # what lets the tail stop without counting revivals from the start.
+            log.user("go")
             log.append(turnlog.events.TurnStart(turn=1, revivals=0))
             log.append(assistant(call("a")))
         tail = store.read_tail(name)

@@ -19,7 +19,9 @@ CALLS = [
 
 
 def new_log() -> turnlog.Log:
-    return turnlog.open(MemoryStore(), "s", create=True)
+    log = turnlog.open(MemoryStore(), "s", create=True)
+    log.user("go")
+    return log
 
 
 def results(log: turnlog.Log) -> dict[str, ev.ToolResult]:
@@ -106,6 +108,7 @@ def test_hot_path_never_builds_a_snapshot(monkeypatch: pytest.MonkeyPatch) -> No
 def test_barrier_syncs_dispatch_before_it_returns(tmp_path: Path) -> None:
     io = RecordingIO()
     log = turnlog.open(JSONLStore(tmp_path, io=io), "b", create=True)
+    log.user("pay")
     with log, log.turn(), log.step():
         log.assistant("", CALLS[:1])
         before = len(io.ops)
@@ -159,6 +162,7 @@ def test_a_dispatch_that_may_not_happen_is_refused_as_such_whatever_its_idempote
 ) -> None:
     call = ev.ToolCall(id="c1", name="pay", arguments={})
     with turnlog.open(tmp_path / "d.jsonl") as log:
+        log.user("pay")
         with pytest.raises(turnlog.UsageError, match="must be inside a turn"):
             log.begin_dispatch(call, idempotency="bogus")  # type: ignore[arg-type]
         with log.turn(), log.step():

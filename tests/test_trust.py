@@ -557,6 +557,8 @@ def test_reading_a_live_file_never_reports_damage(tmp_path: Path) -> None:
 def test_sixteen_threads_of_parallel_dispatches(tmp_path: Path) -> None:
     per_thread = 4
     calls = [call(f"t{t}c{i}", "work") for t in range(16) for i in range(per_thread)]
+    with turnlog.open(tmp_path / "t.jsonl", durability="always") as log:
+        log.user("fan out")
     with turnlog.open(tmp_path / "t.jsonl", durability="always") as log, log.turn(), log.step():
         log.assistant("fan out", calls)
         barrier = threading.Barrier(16)
@@ -694,6 +696,8 @@ def test_closing_a_step_with_calls_owed_is_refused_and_never_called_not_started(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "s.jsonl"
+    with turnlog.open(path) as log:
+        log.user("charge")
     with pytest.raises(turnlog.WriteOrderError), turnlog.open(path) as log, log.turn():
         with log.step():
             log.assistant("", [call("x", "charge")])
@@ -706,6 +710,8 @@ def test_closing_a_step_with_calls_owed_is_refused_and_never_called_not_started(
 
 
 def test_a_result_without_a_dispatch_is_refused_unless_said_so(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "s.jsonl") as log:
+        log.user("run t")
     with turnlog.open(tmp_path / "s.jsonl") as log, log.turn():
         log.assistant("", [call("x", "t")])
         with pytest.raises(turnlog.WriteOrderError):

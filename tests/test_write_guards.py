@@ -15,6 +15,7 @@ from turnlog import providers
 from turnlog.errors import SessionInterruptedError, WriteOrderError
 from turnlog.events import ToolCall
 from turnlog.fold import Message
+from turnlog.stores import MemoryStore
 
 PAY = ToolCall(id="c1", name="pay", arguments={"id": 7})
 
@@ -374,3 +375,43 @@ def test_a_batch_whose_first_item_alone_depends_on_the_turn_is_checked_as_is(
         assert log.next_seq == before
         log.append_many([ev.StepEnd(outcome="ok"), ev.UserMessage(content="meanwhile")])
         assert not log.verdict().open_turn.open_step  # type: ignore[union-attr]
+
+
+def test_an_assistant_message_before_the_user_says_anything_is_refused() -> None:
+    """Anthropic and Gemini refuse a transcript the assistant opens, and every
+    export drops an empty or white-space user message: the writer refuses
+    the order and writes nothing."""
+    store = MemoryStore()
+    with turnlog.open(store, "s", create=True) as log:
+        log.system("You pay invoices.")
+        with pytest.raises(turnlog.WriteOrderError, match="before any user message"):
+            log.assistant("Hello! What shall I pay?")
+        log.user("")
+        log.user("  \n")
+        with pytest.raises(turnlog.WriteOrderError, match="before any user message"):
+            log.assistant("Hello!")
+        assert len(store.read("s")) == 4
+        log.user("Pay invoice 7")
+        log.assistant("Paid.")
+    assert [e.type for e in store.read("s")][-2:] == ["user_message", "assistant_message"]
+
+
+def test_an_orphaned_result_for_a_call_the_transcript_asks_for_is_refused_from_any_origin() -> None:
+    """Marked orphaned, a result is hidden from every export: for a call whose
+    request is in the transcript that leaves the request unanswered."""
+    store = MemoryStore()
+    call = ev.ToolCall(id="c1", name="pay")
+    with turnlog.open(store, "s", create=True) as log:
+        log.user("pay")
+        with log.turn(), log.step():
+            log.assistant("", [call])
+            with log.dispatch(call) as running:
+                for origin in ("recovery", None):
+                    with pytest.raises(turnlog.WriteOrderError, match="orphaned"):
+                        log.append(
+                            ev.ToolResult(call_id="c1", content="lost", orphaned=True),
+                            origin=origin,
+                        )
+                running.result("paid")
+    results = [e for e in store.read("s") if isinstance(e.data, ev.ToolResult)]
+    assert [(e.data.content, e.data.orphaned) for e in results] == [("paid", False)]

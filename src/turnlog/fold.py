@@ -11,6 +11,7 @@ from turnlog import events as ev
 from turnlog.events import Event, Origin
 from turnlog.open_turn import CallSighting, MutableCall, MutableTurn, OpenStep, OpenTurn
 from turnlog.state import BackgroundChild, Message, SessionState
+from turnlog.text import says_something
 from turnlog.transcript import NoTranscript, compacted, place_late_result
 
 # The state types have modules of their own; they are imported from here too.
@@ -73,6 +74,9 @@ class Fold:
         self._warnings: list[str] = []
         self._snapshot: SessionState | None = None
         self._last_said: Message | None = None
+        # A user message (or a compaction's summary) with content has been
+        # seen: Anthropic and Gemini refuse a transcript the assistant opens.
+        self._user_spoke = False
         self._handlers: dict[type, Callable[[Event, Any], None]] = {
             ev.Session: self._on_session,
             ev.SystemMessage: self._on_system,
@@ -103,6 +107,10 @@ class Fold:
         self._next_seq = next_seq
         self._revivals = revivals
         self._snapshot = None
+        if next_seq > 1:
+            # The skipped part was written under the same rules: the user
+            # spoke there, or the assistant had not yet.
+            self._user_spoke = True
 
     def extend(self, events: Iterable[Event]) -> None:
         """Fold each event in turn: the one home of the per-event steps
@@ -200,6 +208,12 @@ class Fold:
         whole log (`tail.collect_tail` reads back to it).
         """
         return self._last_said
+
+    @property
+    def user_spoke(self) -> bool:
+        """True once the transcript holds a user message with content (or a
+        compaction's summary): what an assistant message must follow."""
+        return self._user_spoke
 
     def is_answered(self, call_id: str) -> bool:
         """True when the open turn asked for `call_id` and a result answered it."""
@@ -308,6 +322,8 @@ class Fold:
         self._messages.append(message)
         self._last_said = message
         self._needs_response = True
+        if not self._user_spoke and says_something(data.content):
+            self._user_spoke = True
 
     def _on_assistant(self, event: Event, data: ev.AssistantMessage) -> None:
         calls = data.tool_calls
@@ -485,6 +501,8 @@ class Fold:
             self._last_said = None  # now inside the summary
         if isinstance(self._messages, NoTranscript):
             return
+        if says_something(data.summary):
+            self._user_spoke = True
         summary = Message(
             role="user",
             content=data.summary,

@@ -32,6 +32,13 @@ def message_text(content: Content) -> str:
     )
 
 
+def says_something(content: Content) -> bool:
+    """True when a provider request would carry text for `content`: a
+    message of only empty or white-space text is dropped by every export."""
+    text = message_text(content)
+    return bool(text) and not text.isspace()
+
+
 def foreign_text(value: Any) -> str:
     """Plain text of a content value another program wrote (a Claude Code or
     Codex transcript, a framework's tool output): a string, a list of blocks,

@@ -21,20 +21,29 @@ from turnlog.fold import Fold
 _REPAIR_ORIGINS: Final = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
 
 
-def _orphaned(data: ev.ToolResult, origin: str | None) -> WriteOrderError | None:
-    if data.orphaned and origin != Origin.RECOVERY:
+def _orphaned(fold: Fold, data: ev.ToolResult, origin: str | None) -> WriteOrderError | None:
+    if origin != Origin.RECOVERY:
         # An orphaned result answers its call and is never shown: written live,
         # it would leave the request in the transcript with no answer.
         return WriteOrderError(
             f"result for call {data.call_id!r} marked orphaned, which only recovery writes",
             hint="leave `orphaned` out: a live result is shown beside the call it answers",
         )
+    if fold.is_requested(data.call_id):
+        # Whoever writes it: the request is in the transcript, and hiding its
+        # only answer leaves every provider's export invalid.
+        return WriteOrderError(
+            f"result for call {data.call_id!r} marked orphaned, but the transcript asks for "
+            "that call",
+            hint="leave `orphaned` out: only a call whose request is no longer in the "
+            "transcript (compacted away, or never asked for) is settled orphaned",
+        )
     return None
 
 
 def _result(fold: Fold, data: ev.ToolResult, origin: str | None) -> WriteOrderError | None:
     if data.orphaned:
-        return _orphaned(data, origin)
+        return _orphaned(fold, data, origin)
     if fold.is_dispatched(data.call_id):
         return None
     return WriteOrderError(
@@ -50,7 +59,7 @@ def _undispatched_result(
     # Without a dispatch the call must still be one the open turn asked for
     # and owes: a result for anything else is one a provider rejects.
     if data.orphaned:
-        return _orphaned(data, origin)
+        return _orphaned(fold, data, origin)
     if fold.is_requested(data.call_id):
         return None
     return WriteOrderError(
@@ -155,6 +164,14 @@ def _step_end(fold: Fold, data: ev.StepEnd, origin: str | None) -> WriteOrderErr
 
 
 def _assistant(fold: Fold, data: ev.AssistantMessage, origin: str | None) -> WriteOrderError | None:
+    if not fold.user_spoke:
+        # Anthropic and Gemini refuse a conversation the assistant opens, and
+        # an empty user message is dropped from every export.
+        return WriteOrderError(
+            "an assistant message before any user message with text",
+            hint="record what the user asked first, with `log.user(...)` and a message that "
+            "is not empty or only white space; every provider's transcript starts with the user",
+        )
     calls = data.tool_calls
     if not calls:
         return None

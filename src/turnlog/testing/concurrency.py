@@ -38,6 +38,7 @@ class ConcurrencyContract(ContractBase):
     def test_a_log_shared_by_eight_threads_answers_parallel_calls(self, store: Store) -> None:
         calls = [ToolCall(id=f"c{t}.{i}", name="work") for t in range(8) for i in range(3)]
         with turnlog.open(store, "par", create=True) as log:
+            log.user("fan out")
             with log.turn(), log.step():
                 log.assistant("fan out", calls)
 
