@@ -532,3 +532,21 @@ def test_a_cancelled_turn_takes_its_coroutine_tool_with_it(store: Store) -> None
     assert turn_ends(events) == ["cancelled"]
     assert not [e for e in events if e.type == "x_turnlog_late_result"]
     assert_valid(events)
+
+
+def test_live_answers_are_flagged_errors_and_their_text_agrees() -> None:
+    """D1, D2 and B1 carry `is_error: true` (not the tool's own answer, as
+    recovery's), and no text says it is not an error."""
+    from turnlog.budgets import budget_spent_result
+    from turnlog.deadlines import behind_deadline_result, past_deadline_result
+
+    pay, ls = ToolCall(id="c1", name="pay"), ToolCall(id="c2", name="ls")
+    answers = [
+        past_deadline_result(pay, 2.0),
+        behind_deadline_result(ls, pay),
+        budget_spent_result(ls, "3 tool calls"),
+    ]
+    assert [(a.rule, a.is_error) for a in answers] == [("D1", True), ("D2", True), ("B1", True)]
+    for answer in answers:
+        text = ev.content_text(answer.content)
+        assert "not an error" not in text and "not the tool's answer" in text or answer.rule != "D1"

@@ -16,10 +16,11 @@ LATE_RESULT_TYPE: Final = "x_turnlog_late_result"
 
 _PAST_DEADLINE_TEXT: Final = (
     "[turnlog] Tool call {what} did not finish within its deadline of {timeout_s:g} s, "
-    "so the agent stopped waiting for it. This is not an error in the call, but its "
-    "outcome is unknown: it may have taken effect, fully or in part, and may still be "
-    "running. It has NOT been retried: check the state of what it was changing before "
-    "assuming either way."
+    "so the agent stopped waiting for it. The call itself may have been right: this "
+    "result is marked an error because it is not the tool's answer. Its outcome is "
+    "unknown: it may have taken effect, fully or in part, and may still be running. It "
+    "has NOT been retried: check the state of what it was changing before assuming "
+    "either way."
 )
 _BEHIND_DEADLINE_TEXT: Final = (
     "[turnlog] Tool call {what} was not run: an earlier call of the same step "
