@@ -1,4 +1,4 @@
-""""Did not run" is said only of calls that did not run: recovery's verdicts checked
+""" "Did not run" is said only of calls that did not run: recovery's verdicts checked
 against the ledger of a simulated harness, at every crash point, for writers that
 dispatch ahead, writers that never dispatch, and writers that dispatch stray ids."""
 

@@ -95,7 +95,13 @@ def test_kill_matrix(tmp_path: Path, kill: str, mode: str) -> None:
 
         revived = program("revive", str(store), str(side), "matrix", mode)
         assert revived.returncode == 0, revived.stderr
-        assert json.loads(revived.stdout)["root"].startswith("done")
+        if kill == "turn_end":
+            # It gave its answer and died before its turn's end: finished,
+            # the turn closed, nothing revived and nothing run again.
+            assert (found.revivable, found.reason) == (False, "finished")
+            assert json.loads(revived.stdout).get("root") in (None, "not revived: finished")
+        else:
+            assert json.loads(revived.stdout)["root"].startswith("done")
         # Never replayed: every recorded execution is of a distinct call.
         again = side_calls(side)
         assert len(again) == len(set(again)), again
@@ -395,7 +401,12 @@ def test_is_finished_and_the_loop_names_are_exported(tmp_path: Path) -> None:
         turnlog.run_turn(log, lambda messages: Reply(content="hi"), {}, "hello")
     events = JSONLStore(tmp_path).read("f")
     assert turnlog.is_finished(events)
-    assert not turnlog.is_finished(events[:-1])  # the turn is still open
+    # Its answer given, the turn still open: it finished and died before its
+    # turn end (recovery closes the turn; nothing is left to run).
+    assert turnlog.is_finished(events[:-1])
+    answer = next(i for i, e in enumerate(events) if isinstance(e.data, ev.AssistantMessage))
+    assert turnlog.is_finished(events[: answer + 1])
+    assert not turnlog.is_finished(events[:answer])  # the model's answer not yet written
     assert turnlog.AgentSpec is AgentSpec and "is_finished" in turnlog.__all__
 
 

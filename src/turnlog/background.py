@@ -283,6 +283,8 @@ def _adopt_one(
         return None
     verdict = child_log.verdict()
     if verdict.finished:
+        if verdict.open_turn is not None:
+            child_log.recover()  # it answered and died before its turn_end
         last = child_log.last_message()
         child_log.close()
         settle("complete", ev.content_text(last.content) if last is not None else "", None)

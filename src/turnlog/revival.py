@@ -9,7 +9,16 @@ from typing import Final, Literal
 import msgspec
 
 from turnlog import events as ev
-from turnlog.errors import UsageError
+from turnlog.errors import (
+    CorruptLogError,
+    FormatError,
+    SessionHeldHereError,
+    SessionLockedError,
+    SessionNotFoundError,
+    StoreIOError,
+    TurnlogError,
+    UsageError,
+)
 from turnlog.events import Origin
 from turnlog.fold import Message
 from turnlog.log import Log
@@ -35,7 +44,7 @@ REVIVAL_NOTICE: Final = framed("revival", REVIVAL_BODY)
 
 #: `Revival.reason`: revived now, revived before and not run on since, or
 #: why not (`revivable.Refusal`).
-RevivalReason = Literal["revived", "already_revived", Refusal]
+RevivalReason = Literal["revived", "already_revived", Refusal, "running", "corrupt", "unreadable"]
 
 
 class Revival(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,10 +108,40 @@ def revive(
     closes it; a loop then opens it again to carry on.
     """
     if not isinstance(log, Log):
-        with open_log(log, session_id, create=False) as opened:
+        try:
+            opened = open_log(log, session_id, create=False)
+        except TurnlogError as exc:
+            # The session's own state is reported, as `inspect` reports it;
+            # only impossible arguments raise.
+            return _not_opened(exc, session_id)
+        with opened:
             return revive(opened, max_revivals=max_revivals, pending=pending, style=style)
+    if session_id is not None and session_id != log.session_id:
+        raise UsageError(
+            f"revive was given the handle of session {log.session_id!r} and the id {session_id!r}",
+            hint="pass the handle alone, or a store and the id of the session to revive",
+        )
     with log.lock:
         return _revive(log, max_revivals=max_revivals, pending=pending, style=style)
+
+
+def _not_opened(exc: TurnlogError, session_id: str | None) -> Revival:
+    """The answer for a session that could not be opened to revive: running
+    in another process, corrupt, or unreadable (missing, not a session)."""
+    reason: RevivalReason
+    if isinstance(exc, SessionLockedError) and not isinstance(exc, SessionHeldHereError):
+        reason = "running"
+    elif isinstance(exc, CorruptLogError):
+        reason = "corrupt"
+    elif isinstance(exc, (SessionNotFoundError, FormatError, StoreIOError)):
+        reason = "unreadable"
+    else:
+        raise exc
+    if isinstance(exc, SessionNotFoundError):
+        hint = f"{exc.message}: nothing to revive; check the path or the id (`turnlog ls`)"
+    else:
+        hint = f"{exc.message}; {exc.hint}" if exc.hint else exc.message
+    return Revival(revived=False, reason=reason, revival=0, session_id=session_id, hint=hint)
 
 
 def _revive(
@@ -115,6 +154,20 @@ def _revive(
     agent = header.agent if header is not None else None
     told = already_told(log.last_message(), found.open_turn)
     reason = refusal(found, max_revivals, told=told)
+    if reason == "finished" and found.open_turn is not None:
+        # It gave its answer and died before ending the turn: the turn is
+        # closed, and nothing is revived, since nothing is left to run.
+        repairs = log.recover(pending=())
+        return Revival(
+            revived=False,
+            reason=reason,
+            revival=found.revivals,
+            repairs=repairs,
+            appended=repairs.events,
+            messages=log.messages,
+            agent=agent,
+            session_id=log.session_id,
+        )
     if reason is not None:
         hint = None
         if found.open_turn is not None and reason in ("revival_cap", "revival_disabled"):

@@ -35,6 +35,11 @@ TreeOutcome = Literal[
     "revived",
     "already revived, not yet run on",
     Refusal,
+    # What `revive` says of a session it could not open (never one of a tree,
+    # whose nodes are opened first).
+    "running",
+    "corrupt",
+    "unreadable",
 ]
 
 
@@ -247,6 +252,11 @@ def revive_tree(
         order = _post_order(nodes, root)
         for node in order:
             _write(nodes, node, max_revivals)
+        top = nodes[root]
+        if top.outcome == "finished" and top.log is not None and top.verdict.open_turn:
+            # The root gave its answer and died before its turn's end: the
+            # turn is closed, as `revive` closes it, and nothing is revived.
+            top.appended = top.log.recover().events
     except BaseException:
         for log in logs:
             if log is not None:
@@ -311,6 +321,8 @@ def _post_order(nodes: dict[str, TreeNode], root: str) -> list[TreeNode]:
 def _write(nodes: dict[str, TreeNode], node: TreeNode, max_revivals: int) -> None:
     if node.decision == "answer":
         assert node.log is not None
+        if node.verdict.open_turn is not None:
+            node.log.recover()  # it answered and died before its turn_end
         last = node.log.last_message()
         node.answer = last.content if last is not None else ""
         node.outcome = "answered its wait from its log"

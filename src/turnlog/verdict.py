@@ -43,7 +43,8 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     """What recovery and revival need to know, and nothing the tail cannot see.
 
     `empty` is a session holding only its header; `finished` one whose last
-    message answers without asking for tools, with no open turn.
+    message answers without asking for tools, with no open turn, or in an
+    open turn that owes nothing (it died before its `turn_end`).
     """
 
     session: ev.Session | None
@@ -149,24 +150,32 @@ def decide(fold: Fold) -> Verdict:
     """The verdict of a fold, full or fed from a tail."""
     turn = fold.open_turn
     last = fold.last_message()
-    finished = (
-        turn is None
-        and last is not None
+    owed = owed_calls(turn)
+    waits = waits_of(turn)
+    answered = (
+        last is not None
         and last.role == "assistant"
         and not last.tool_calls
         and not only_reasoning(last.content)
+    )
+    # A run whose last word is the assistant's answer, asking for nothing,
+    # finished: also when it died before its `turn_end`, if that answer came
+    # in the open turn and the turn owes nothing. Recovery still closes the
+    # turn; nothing is left to run.
+    finished = answered and (
+        turn is None or (not owed and not waits and last is not None and last.seq > turn.seq)
     )
     return Verdict(
         session=fold.session,
         next_seq=fold.next_seq,
         last_ts=fold.last_ts,
         open_turn=turn,
-        owed=owed_calls(turn),
+        owed=owed,
         revivals=fold.revivals,
         empty=fold.next_seq <= 1 and fold.session is not None,
         finished=finished,
         needs_response=fold.needs_response,
-        waits=waits_of(turn),
+        waits=waits,
     )
 
 

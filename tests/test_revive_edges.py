@@ -1,0 +1,119 @@
+"""Revival at its edges: a run that gave its answer and died before its turn end, a
+handle revived under another id, and sessions that are missing or unreadable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import turnlog
+from entry_point import cli
+from turnlog import events as ev
+
+# Writes a whole answer, then dies with SIGKILL before the turn's end.
+_ANSWERED_THEN_KILLED = """
+import os, signal, sys, turnlog
+with turnlog.open(sys.argv[1]) as log:
+    log.user("What is 2 + 2?")
+    with log.turn(), log.step():
+        log.assistant("4.")
+        log.sync()
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _answered_then_killed(path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", _ANSWERED_THEN_KILLED, str(path)], check=False)
+    assert proc.returncode == -9
+
+
+def test_a_run_killed_after_its_final_answer_is_finished_not_revivable(tmp_path: Path) -> None:
+    path = tmp_path / "run-1.jsonl"
+    _answered_then_killed(path)
+    found = turnlog.inspect(path)
+    assert (found.status, found.revivable, found.reason) == ("interrupted", False, "finished")
+
+    revived = turnlog.revive(path)
+    assert (revived.revived, revived.reason) == (False, "finished")
+    # The turn is closed by recovery: nothing owed, nothing revived, no notice.
+    written = [e.data for e in revived.appended]
+    assert [type(d).__name__ for d in written] == ["StepEnd", "TurnEnd"]
+    events = turnlog.stores.JSONLStore(tmp_path).read("run-1")
+    assert not any(isinstance(e.data, (ev.RunRevived, ev.ToolResult)) for e in events)
+    assert turnlog.inspect(path).status == "finished"
+    # Idempotent: a second revive writes nothing.
+    again = turnlog.revive(path)
+    assert (again.revived, again.reason, again.appended) == (False, "finished", ())
+
+
+def test_the_command_line_reports_it_finished_too(tmp_path: Path) -> None:
+    path = tmp_path / "run-1.jsonl"
+    _answered_then_killed(path)
+    code, out, _ = cli("inspect", str(path), "--json")
+    assert '"reason":"finished"' in out.replace(" ", ""), out
+    code, out, err = cli("revive", str(path))
+    assert "finished" in out + err, (code, out, err)
+    code, out, _ = cli("inspect", str(path), "--json")
+    assert '"status":"finished"' in out.replace(" ", ""), out
+
+
+def test_a_handle_revived_under_another_id_is_refused(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path / "run-1.jsonl") as log:
+        log.user("hi")
+        with pytest.raises(turnlog.UsageError, match="'other-id'"):
+            turnlog.revive(log, "other-id")
+        # Its own id is fine: the session is idle, so revival is allowed.
+        assert turnlog.revive(log, "run-1").revived
+    events = turnlog.stores.JSONLStore(tmp_path).read("run-1")
+    assert [e.data.revival for e in events if isinstance(e.data, ev.RunRevived)] == [1]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (None, "unreadable"),  # missing
+        (b'{"type":"user","sessionId":"abc"}\n', "unreadable"),  # not a turnlog session
+    ],
+)
+def test_reviving_a_missing_or_unreadable_session_reports_it(
+    tmp_path: Path, content: bytes | None, reason: str
+) -> None:
+    path = tmp_path / "run-1.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    revived = turnlog.revive(path)
+    assert (revived.revived, revived.reason) == (False, reason)
+    assert revived.hint
+    assert turnlog.inspect(path).status == reason
+    if content is not None:
+        assert path.read_bytes() == content  # not ours: not a byte moved
+
+
+def test_reviving_a_session_another_process_writes_reports_it_running(tmp_path: Path) -> None:
+    path = tmp_path / "run-1.jsonl"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, turnlog\n"
+            "with turnlog.open(sys.argv[1]) as log:\n"
+            "    log.user('hi')\n"
+            "    print('ready', flush=True)\n"
+            "    sys.stdin.readline()\n",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        revived = turnlog.revive(path)
+        assert (revived.revived, revived.reason) == (False, "running")
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
