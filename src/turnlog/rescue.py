@@ -14,7 +14,13 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog.damage import Problem, TornTail
-from turnlog.errors import NotASessionError, SessionExistsError, TurnlogError, UsageError
+from turnlog.errors import (
+    NotASessionError,
+    SessionExistsError,
+    SessionLockedError,
+    TurnlogError,
+    UsageError,
+)
 from turnlog.events import Risk
 from turnlog.fold import Fold
 from turnlog.formats import claude_code, codex
@@ -23,6 +29,7 @@ from turnlog.formats.foreign import (
     SCAN_TAIL_BYTES,
     ForeignFileError,
     append_lines,
+    checked_window_s,
     live_window,
     parse,
     quarantine,
@@ -320,29 +327,121 @@ def doctor(
     byte stays where it was. Refuses a file its tool may still be writing
     (`SessionLockedError`) unless `force`: open in a process, or modified in
     the last `live_window_s` seconds (by default the tool's own quiet time,
-    `formats.foreign.LIVE_WINDOWS_S`). A second run appends nothing. An append
-    that fails (a full disk) is undone and raised as `AppendFailedError`.
+    `formats.foreign.LIVE_WINDOWS_S`), it or another file of its session (a
+    Claude Code session's own file and its subagents' files are written by
+    one process). A second run appends nothing. An append that fails (a full
+    disk) is undone and raised as `AppendFailedError`.
 
     The file is read again here even when a caller diagnosed it before
     asking a person: what is appended follows the file as it is now.
     """
-    found = diagnose(path, kind)
-    if not found.needs_repair:
-        return Repair(diagnosis=found, action="nothing to repair")
+    run = RepairRun(force=force, live_window_s=live_window_s)
     if dry_run:
-        return Repair(diagnosis=found, action="would repair")
-    if not force:
-        window = live_window(found.kind) if live_window_s is None else live_window_s
-        refuse_if_live(path, window_s=window)
-    moved = quarantine(path, found.torn_tail) if found.torn_tail is not None else None
-    written = 0
-    if found.lines:
-        written = append_lines(
-            path,
-            [line.encode() for line in found.lines],
-            newline_first=_missing_newline(path),
+        found = diagnose(path, kind)
+        action = "would repair" if found.needs_repair else "nothing to repair"
+        return Repair(diagnosis=found, action=action)
+    return run.repair(path, kind)
+
+
+class RepairRun:
+    """One `doctor` run over one or many files (a session and its subagents, a
+    folder).
+
+    The files of one session (a Claude Code session's own file and its
+    subagents' files; a Codex rollout alone) are written by one process, so
+    they are judged live together: a subagent at work means its parent waits
+    on it, and a parent being written may carry a subagent on at any moment.
+    Each session is judged once, before the run appends to any of its files,
+    so the run's own appends never make the rest of the session look live.
+    """
+
+    def __init__(self, *, force: bool = False, live_window_s: float | None = None) -> None:
+        self.force = force
+        self.live_window_s = None if live_window_s is None else checked_window_s(live_window_s)
+        # Per session (its main file): None when judged not live, else the
+        # file found live and the error saying so.
+        self._judged: dict[str, tuple[str, SessionLockedError] | None] = {}
+
+    def repair(self, path: str, kind: str = "auto") -> Repair:
+        """`doctor` of one file, as part of this run."""
+        found = diagnose(path, kind)
+        if not found.needs_repair:
+            return Repair(diagnosis=found, action="nothing to repair")
+        if not self.force:
+            self._refuse_if_live(path, found)
+        moved = quarantine(path, found.torn_tail) if found.torn_tail is not None else None
+        written = 0
+        if found.lines:
+            written = append_lines(
+                path,
+                [line.encode() for line in found.lines],
+                newline_first=_missing_newline(path),
+            )
+        return Repair(diagnosis=found, action="repaired", appended_bytes=written, torn_tail=moved)
+
+    def _refuse_if_live(self, path: str, found: Diagnosis) -> None:
+        window = live_window(found.kind) if self.live_window_s is None else self.live_window_s
+        main, others = _session_of(path, found)
+        if main not in self._judged:
+            self._judged[main] = None
+            for member in [path, *others]:
+                try:
+                    refuse_if_live(member, window_s=window)
+                except FileNotFoundError:
+                    # The session's other files prove liveness when they
+                    # exist; one that is not there writes nothing.
+                    if member == path:
+                        raise
+                except SessionLockedError as error:
+                    self._judged[main] = (member, error)
+                    break
+        judged = self._judged[main]
+        if judged is None:
+            return
+        member, live = judged
+        if member == path:
+            raise SessionLockedError(live.message, pid=live.pid, hint=live.hint)
+        raise SessionLockedError(
+            f"{path} belongs to a session that may still be being written: {live.message}",
+            pid=live.pid,
+            hint="a Claude Code session and its subagents are written by one process; wait for "
+            "it to exit, or pass --force when you know it has",
         )
-    return Repair(diagnosis=found, action="repaired", appended_bytes=written, torn_tail=moved)
+
+
+def _session_of(path: str, found: Diagnosis) -> tuple[str, list[str]]:
+    """The main file of the session `path` belongs to (the key a run judges
+    it by), and the session's other files one process writes with it."""
+    if found.kind != CLAUDE_CODE:
+        return os.path.abspath(path), []
+    if found.subagent_of is None:
+        main = os.path.abspath(path)
+        session_id = found.session_id
+    else:
+        main = claude_code.main_file_of(path, found.subagent_of)
+        session_id = found.subagent_of
+    members = [main, *claude_code.agent_files(main, session_id, {})]
+    itself = os.path.abspath(path)
+    return main, [member for member in members if os.path.abspath(member) != itself]
+
+
+def subagent_diagnoses(path: str, found: Diagnosis) -> list[Diagnosis | Failure]:
+    """What `doctor FILE` repairs with a Claude Code session's own file, in the
+    same run: each of its subagents' own files that needs a repair, and each
+    that could not be read (with why). None for a Codex file or for a
+    subagent's own file."""
+    if found.kind != CLAUDE_CODE or found.subagent_of is not None:
+        return []
+    out: list[Diagnosis | Failure] = []
+    for child in claude_code.agent_files(path, found.session_id, {}):
+        try:
+            diagnosis = diagnose(child, found.kind)
+        except (OSError, TurnlogError) as error:
+            out.append(failure(child, error))
+            continue
+        if diagnosis.needs_repair:
+            out.append(diagnosis)
+    return out
 
 
 def _missing_newline(path: str) -> bool:
@@ -378,19 +477,15 @@ def walk_files(folder: str) -> Iterator[str]:
 
 
 def session_files(kind: str, folder: str) -> list[str]:
-    """The main session files under a Claude Code projects folder or a Codex
-    sessions folder (subagents' files are read with their parents). Listed by
-    name, whatever they are: a FIFO or an unreadable file is reported by the
-    scan, not skipped."""
+    """The session files under a Claude Code projects folder or a Codex
+    sessions folder; for Claude Code, subagents' own files too (2.0
+    `agent-<id>.jsonl`, 2.1 `<session>/subagents/`): a subagent killed
+    mid-call leaves its own file owing results. Listed by name, whatever they
+    are: a FIFO or an unreadable file is reported by the scan, not skipped."""
     folder = os.path.expanduser(folder)
     found = [f for f in walk_files(folder) if f.endswith(".jsonl")]
     if kind == CLAUDE_CODE:
-        return [
-            f
-            for f in found
-            if not os.path.basename(f).startswith("agent-")
-            and os.sep + "subagents" + os.sep not in f
-        ]
+        return found
     return [f for f in found if os.path.basename(f).startswith("rollout-")]
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 import click
 import msgspec
 
+from turnlog.cli.numbers import WholeNumber
 from turnlog.errors import FormatError, SessionLockedError, TurnlogError, UsageError
 from turnlog.revivable import DEFAULT_MAX_REVIVALS
 from turnlog.stores import DEFAULT_STORE, STORE_ENV, Store
@@ -170,8 +171,9 @@ def max_revivals_option(help_text: str) -> Callable[[F], F]:
     """`--max-revivals N`: the revival cap, counted from each session's log."""
     return click.option(
         "--max-revivals",
-        type=click.IntRange(min=0),
+        type=WholeNumber(min_value=0, example=str(DEFAULT_MAX_REVIVALS)),
         default=DEFAULT_MAX_REVIVALS,
+        metavar="N",
         show_default=True,
         help=help_text,
     )

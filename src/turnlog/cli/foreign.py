@@ -24,6 +24,7 @@ from turnlog.cli._common import (
     json_option,
     store_option,
 )
+from turnlog.cli.numbers import Seconds
 from turnlog.errors import TurnlogError, UsageError
 from turnlog.stores import store_from_url
 
@@ -63,7 +64,7 @@ def _worst(codes: Iterable[int]) -> int:
 @click.option(
     "--live-window",
     "live_window_s",
-    type=click.FloatRange(min=0),
+    type=Seconds(example="600"),
     default=None,
     metavar="SECONDS",
     help="Treat a file modified this recently as live and leave it alone (default: 600 for "
@@ -90,22 +91,27 @@ def doctor_command(
     item per orphan call, with the real output where Codex recorded it. A torn
     final fragment is moved to a sidecar first; no other byte changes. A
     healthy or user-interrupted session is left alone; a second run appends
-    nothing. With --all, a file that cannot be repaired is reported and the
-    scan goes on. Exits 0 when repaired or nothing to repair, 1 when --dry-run
-    finds a repair to make, 4 when a file looks live, 3 when a file could not
-    be read or repaired: the worst over all files.
+    nothing. A Claude Code session's subagents' own files are repaired with
+    it, in the same run (and under --all like any other file); a session is
+    left alone while any of its files looks live. With --all, a file that
+    cannot be repaired is reported and the scan goes on. Exits 0 when
+    repaired or nothing to repair, 1 when --dry-run finds a repair to make, 4
+    when a file looks live, 3 when a file could not be read or repaired: the
+    worst over all files.
     """
     from turnlog.rescue import (
         DEFAULT_FOLDERS,
         Failure,
         Repair,
+        RepairRun,
         diagnose,
-        doctor,
         failure,
         scan_folder,
+        subagent_diagnoses,
     )
 
     console = _console()
+    run = RepairRun(force=force, live_window_s=live_window_s)
     if scan_all:
         folder = os.path.expanduser(path or DEFAULT_FOLDERS[kind])
         if not os.path.isdir(folder):
@@ -118,7 +124,9 @@ def doctor_command(
     else:
         if path is None:
             raise UsageError("doctor needs a FILE, or --all to scan a folder")
-        found = [diagnose(path, kind)]
+        named = diagnose(path, kind)
+        # A session's subagents killed with it owe results in their own files.
+        found = [named, *subagent_diagnoses(path, named)]
     diagnosed = [item for item in found if not isinstance(item, Failure)]
     failed: list[Failure] = [item for item in found if isinstance(item, Failure)]
     wanted = [item for item in diagnosed if item.needs_repair]
@@ -135,20 +143,21 @@ def doctor_command(
             )
         if not click.confirm(f"append the repairs to {len(wanted)} file(s)?", default=False):
             sys.exit(EXIT_FINDINGS)
-    # A folder reports the sessions that need a repair; one file always reports.
+    # A folder reports the sessions that need a repair; one file always
+    # reports, then its subagents' files that need one.
     listed = wanted if scan_all else diagnosed
     done: list[Repair | Failure] = []
     codes = [_failure_code(unread) for unread in failed]
-    for item in listed:
+    for index, item in enumerate(listed):
         if dry_run:
             action = "would repair" if item.needs_repair else "nothing to repair"
             done.append(Repair(diagnosis=item, action=action))
             continue
         # The repair reads each file whole again: a scan judged from tails.
         try:
-            done.append(doctor(item.path, kind, force=force, live_window_s=live_window_s))
+            done.append(run.repair(item.path, kind))
         except (TurnlogError, OSError) as error:
-            if not scan_all:
+            if not scan_all and index == 0:
                 raise
             # One bad file does not stop the others; it is reported with them.
             lost = failure(item.path, error)

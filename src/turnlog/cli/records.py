@@ -21,6 +21,7 @@ from turnlog.cli._common import (
     json_option,
     store_option,
 )
+from turnlog.cli.numbers import WholeNumber
 from turnlog.errors import UsageError
 from turnlog.stores import existing_store, resolve_session
 
@@ -30,12 +31,16 @@ from turnlog.stores import existing_store, resolve_session
 @click.option(
     "--turn",
     "turn",
-    type=click.IntRange(min=1),
+    type=WholeNumber(min_value=1, example="2"),
     metavar="N",
     help="Only turn N: the request that opened it, through its end.",
 )
 @click.option(
-    "--tail", "tail", type=click.IntRange(min=1), metavar="N", help="Only the last N events."
+    "--tail",
+    "tail",
+    type=WholeNumber(min_value=1, example="20"),
+    metavar="N",
+    help="Only the last N events.",
 )
 @click.option(
     "--since",

@@ -20,6 +20,7 @@ from turnlog.cli._common import (
     max_revivals_option,
     store_option,
 )
+from turnlog.cli.numbers import Seconds
 from turnlog.errors import UsageError
 from turnlog.stores import existing_store, resolve_session
 
@@ -233,7 +234,7 @@ def _not_revived(node: dict[str, Any], *, as_json: bool) -> NoReturn:
 @click.option(
     "--older-than",
     "older_than_s",
-    type=click.FloatRange(min=0),
+    type=Seconds(example="600"),
     default=0,
     metavar="SECONDS",
     help="Only sessions whose last event is at least this old.",

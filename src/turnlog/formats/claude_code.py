@@ -402,9 +402,11 @@ def _inline_sidechains(
     return out
 
 
-def _agent_files(path: str, session_id: str, counted: dict[str, int]) -> list[str]:
-    """2.0: `agent-<id>.jsonl` beside the session; 2.1: `<session>/subagents/`.
-    Regular files only: a FIFO or a link to a device is counted, never read."""
+def agent_files(path: str, session_id: str, counted: dict[str, int]) -> list[str]:
+    """The subagents' own files of the session whose main file is `path` (it
+    need not exist): 2.0 `agent-<id>.jsonl` beside it naming the session,
+    2.1 `<session>/subagents/`. Regular files only: a FIFO or a link to a
+    device is counted, never read."""
     folder = os.path.dirname(os.path.abspath(path))
     candidates = sorted(
         glob.glob(
@@ -422,6 +424,18 @@ def _agent_files(path: str, session_id: str, counted: dict[str, int]) -> list[st
         if head is not None and f'"sessionId":"{session_id}"'.encode() in head.replace(b" ", b""):
             found.append(candidate)
     return found
+
+
+def main_file_of(agent_path: str, session_id: str) -> str:
+    """Where the main file of the session `session_id` is, for a subagent's own
+    file of it: beside it (2.0), or beside the `<session>/subagents/` folder
+    holding it (2.1). The file may not exist."""
+    folder = os.path.dirname(os.path.abspath(agent_path))
+    if os.path.basename(folder) == "subagents" and (
+        os.path.basename(os.path.dirname(folder)) == session_id
+    ):
+        folder = os.path.dirname(os.path.dirname(folder))
+    return os.path.join(folder, f"{session_id}.jsonl")
 
 
 def _regular(path: str, counted: dict[str, int]) -> bool:
@@ -486,7 +500,7 @@ def from_parsed(parsed: Parsed, path: str, *, subagents: bool = True) -> Transcr
         c.call_id: _call_arguments(transcript, c.call_id) for c in transcript.calls.values()
     }
     transcript.children.extend(_inline_sidechains(session_id, lines, task_prompts))
-    for agent_file in _agent_files(path, session_id, transcript.counted):
+    for agent_file in agent_files(path, session_id, transcript.counted):
         try:
             child_parsed = parse(read_file(agent_file))
         except (OSError, TurnlogError):

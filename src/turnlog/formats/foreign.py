@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import stat
 import time
@@ -335,6 +336,25 @@ def live_window(kind: str) -> float:
     return LIVE_WINDOWS_S.get(kind, LIVE_WINDOW_S)
 
 
+def checked_window_s(window_s: Any) -> float:
+    """A live window as given, if it is a finite number of seconds, 0 or more.
+
+    NaN is refused above all: every comparison with it is false, so "modified
+    less than NaN seconds ago" never holds and the check would be off.
+    """
+    if (
+        not isinstance(window_s, int | float)
+        or isinstance(window_s, bool)
+        or not math.isfinite(window_s)
+        or window_s < 0
+    ):
+        raise UsageError(
+            f"a live window must be a finite number of seconds, 0 or more, not {window_s!r}",
+            hint="pass a number of seconds such as 600, or leave it out for the tool's own",
+        )
+    return float(window_s)
+
+
 def refuse_if_live(path: str, *, window_s: float = LIVE_WINDOW_S) -> None:
     """Refuse a file its tool may still be writing: held open by a process, or
     modified in the last `window_s` seconds.
@@ -343,6 +363,7 @@ def refuse_if_live(path: str, *, window_s: float = LIVE_WINDOW_S) -> None:
     says nothing about a live writer: it is not refused for that, or it would
     be refused until the clock caught up.
     """
+    window_s = checked_window_s(window_s)
     pids = holders(path)
     if pids:
         raise SessionLockedError(
