@@ -23,6 +23,7 @@ from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolC
 from turnlog.fold import Fold, Message, SessionState
 from turnlog.opening import open_session
 from turnlog.recovery import Plan, plan_verdict
+from turnlog.revivable import awaiting_children
 from turnlog.selfcheck import recovery_exports
 from turnlog.stores.base import Store, StoreWriter
 from turnlog.turns import Turn
@@ -100,7 +101,9 @@ class Log:
         # Opened with a turn open and no other writer: the process that wrote
         # it died mid-turn. Until recovery closes that turn, anything else
         # would land inside it (a user message between a call and its result).
-        self._crashed = fold.turn_open
+        # A turn a tree revival left open for its children's answers is not
+        # one: the carry-on may run in a new process (`turnlog revive --tree`).
+        self._crashed = fold.turn_open and not awaiting_children(fold)
 
     # -- reading ---------------------------------------------------------------
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from turnlog.fold import Message, OpenTurn
-from turnlog.verdict import Verdict
+from turnlog.fold import Fold, Message, OpenTurn
+from turnlog.verdict import Verdict, decide
 
 DEFAULT_MAX_REVIVALS: Final = 3
 
@@ -34,6 +34,20 @@ def already_told(last: Message | None, turn: OpenTurn | None) -> bool:
     if turn.seq > last.seq:
         return False
     return turn.open_step is None or turn.open_step.seq < last.seq
+
+
+def awaiting_children(fold: Fold) -> bool:
+    """True when the open turn was left open on purpose by a tree revival:
+    the session was revived and not run on since (`already_told`), and
+    every call its turn still owes is a wait on a subagent, to be answered by
+    that child under its call id. Such a turn is not a crash: its process
+    may carry on in another process than the one that revived it."""
+    turn = fold.open_turn
+    if turn is None or not already_told(fold.last_message(), turn):
+        return False
+    found = decide(fold)
+    waits = {wait.call_id for wait in found.waits}
+    return bool(found.owed) and all(call.call_id in waits for call in found.owed)
 
 
 def refusal(found: Verdict, max_revivals: int, *, told: bool = False) -> Refusal | None:

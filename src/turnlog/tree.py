@@ -8,6 +8,7 @@ from typing import Final, Literal
 
 from turnlog import events as ev
 from turnlog.errors import (
+    FormatError,
     LimitExceededError,
     SessionLockedError,
     UnfinishedSessionError,
@@ -285,7 +286,10 @@ def _decide(nodes: dict[str, TreeNode], root: str, max_revivals: int) -> None:
             continue
         for wait in node.verdict.waits:
             child = nodes.get(wait_child(node.session_id, wait))
-            if child is None or child.wait is not None:
+            if child is None:
+                continue
+            _refuse_foreign_child(node, wait, child, top)
+            if child.wait is not None:
                 continue
             child.parent_id = node.session_id
             child.wait = wait
@@ -297,6 +301,33 @@ def _decide(nodes: dict[str, TreeNode], root: str, max_revivals: int) -> None:
                 stack.append(child)
             else:
                 child.outcome = refused
+
+
+def _refuse_foreign_child(node: TreeNode, wait: Wait, child: TreeNode, top: TreeNode) -> None:
+    """Refuse, before anything is written, a wait no turnlog writer leaves:
+    one naming the tree's root or a session already revived above it (a spawn
+    cycle), or a child whose header says another session or call spawned it,
+    whose answer would be written as this wait's real result."""
+    if child is top or child.decision == "revive":
+        raise FormatError(
+            f"session {node.session_id!r} waits (call {wait.call_id!r}) on "
+            f"{child.session_id!r}, which is above it in the tree: a spawn cycle",
+            hint="the subagent records were edited by hand or copied; recover the sessions "
+            "one by one with `turnlog recover`, which answers each wait as outcome unknown",
+        )
+    header = child.log.header if child.log is not None else None
+    spawned_by = header.spawned_by if header is not None else None
+    if spawned_by is not None and (
+        spawned_by.session_id != node.session_id
+        or (spawned_by.call_id is not None and spawned_by.call_id != wait.call_id)
+    ):
+        raise FormatError(
+            f"session {node.session_id!r} waits (call {wait.call_id!r}) on "
+            f"{child.session_id!r}, whose header says it was spawned by session "
+            f"{spawned_by.session_id!r} (call {spawned_by.call_id!r})",
+            hint="its answer is not this wait's; recover the parent with `turnlog recover`, "
+            "which answers the wait as outcome unknown",
+        )
 
 
 def _post_order(nodes: dict[str, TreeNode], root: str) -> list[TreeNode]:

@@ -1,0 +1,167 @@
+"""The carry-on `turnlog revive --tree` prints, done as written in a new process, on every
+store: run the child to its answer, write it to the root's pending wait, resume the root."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+import turnlog
+from builders import assistant, call, number, put, step_start, turn_start
+from conftest import make_store
+from entry_point import cli
+from turnlog import events as ev
+from turnlog.fold import fold
+from turnlog.providers import PROVIDERS, render, validate
+from turnlog.stores import JSONLStore, Store, child_session_id
+from turnlog.tree import revive_tree
+
+CHILD_AGENT = "worker-w1"
+
+# The carry-on, in a process of its own, as the `next:` line words it.
+CARRY_ON = """
+import sys, turnlog
+from turnlog.loop import AgentSpec, Reply, continue_run
+from turnlog.tree import settled_events, wait_child
+store, _ = turnlog.open_store(sys.argv[1])
+child = sys.argv[2]
+with turnlog.open(store, child) as log:
+    reply = continue_run(log, AgentSpec(model=lambda m: Reply(content="found it"), tools={}))
+with turnlog.open(store, "root") as log:
+    (wait,) = log.verdict().waits
+    log.append_many(settled_events(wait, wait_child("root", wait), reply.content), sync=True)
+    final = continue_run(log, AgentSpec(model=lambda m: Reply(content="all done"), tools={}))
+print(turnlog.events.content_text(final.content))
+"""
+
+
+def crashed_tree(store: Store) -> str:
+    """A root waiting on one child, and the child killed inside a charge."""
+    child = child_session_id("root", CHILD_AGENT)
+    root_events = number(
+        [
+            ev.UserMessage(content="delegate"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("w1", "research", task="x")),
+            ev.ToolDispatch(call_id="w1", name="research", join=CHILD_AGENT),
+            ev.SubagentSpawned(
+                agent_id=CHILD_AGENT, agent_type="worker", call_id="w1", child=child
+            ),
+        ]
+    )
+    header = ev.Session(session_id="root", agent=ev.Agent(id="boss", type="boss"))
+    put(store, [msgspec.structs.replace(root_events[0], data=header), *root_events[1:]])
+    child_events = number(
+        [
+            ev.UserMessage(content="x"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("k1", "charge")),
+            ev.ToolDispatch(call_id="k1", name="charge", idempotency="destructive"),
+        ]
+    )
+    child_header = ev.Session(
+        session_id=child,
+        agent=ev.Agent(id=CHILD_AGENT, type="worker"),
+        spawned_by=ev.SpawnedBy(session_id="root", call_id="w1", agent_id=CHILD_AGENT),
+    )
+    put(store, [msgspec.structs.replace(child_events[0], data=child_header), *child_events[1:]])
+    return child
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
+def test_the_printed_carry_on_works_in_a_new_process(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    store = make_store(kind, tmp_path, request)
+    child = crashed_tree(store)
+    url = f"jsonl:{store.url}" if isinstance(store, JSONLStore) else store.url
+    code, out, err = cli("revive", "root", "--store", url, "--tree")
+    assert code == 0, err
+    assert "next:" in out and "pending wait" in out, out
+
+    done = subprocess.run(
+        [sys.executable, "-c", CARRY_ON, url, child],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "all done"
+
+    root = store.read("root")
+    answers = [e.data for e in root if isinstance(e.data, ev.ToolResult) and e.data.call_id == "w1"]
+    # The child's answer reached the wait once, as itself, not as recovery's.
+    assert [(a.content, a.risk) for a in answers] == [("found it", None)]
+    assert turnlog.inspect(store, "root").status == "finished"
+    assert turnlog.inspect(store, child).status == "finished"
+    charges = [e for e in store.read(child) if isinstance(e.data, ev.ToolDispatch)]
+    assert len(charges) == 1  # never replayed
+    for session_id in ("root", child):
+        messages = fold(store.read(session_id)).messages
+        for provider in PROVIDERS:
+            assert validate(provider, render(provider, messages)) == [], (session_id, provider)
+    code, out, _ = cli("inspect", "root", "--store", url, "--json")
+    assert json.loads(out)["status"] == "finished"
+
+
+def _waiting_child(store: Store, child: str, spawned_by: ev.SpawnedBy, waits_on: str) -> None:
+    """A crashed child that itself waits on the session `waits_on`."""
+    events = number(
+        [
+            ev.UserMessage(content="x"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("v1", "research", task="y")),
+            ev.ToolDispatch(call_id="v1", name="research", join="loop"),
+            ev.SubagentSpawned(agent_id="loop", call_id="v1", child=waits_on),
+        ]
+    )
+    header = ev.Session(session_id=child, spawned_by=spawned_by)
+    put(store, [msgspec.structs.replace(events[0], data=header), *events[1:]])
+
+
+def _root_waiting_on(store: Store, child: str) -> None:
+    events = number(
+        [
+            ev.UserMessage(content="delegate"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("w1", "research", task="x")),
+            ev.ToolDispatch(call_id="w1", name="research", join=CHILD_AGENT),
+            ev.SubagentSpawned(agent_id=CHILD_AGENT, call_id="w1", child=child),
+        ]
+    )
+    put(
+        store, [msgspec.structs.replace(events[0], data=ev.Session(session_id="root")), *events[1:]]
+    )
+
+
+@pytest.mark.parametrize("shape", ["cycle", "other_parent"])
+def test_a_spawn_cycle_or_a_child_of_another_parent_is_refused_cleanly(
+    tmp_path: Path, shape: str
+) -> None:
+    store = JSONLStore(tmp_path)
+    child = child_session_id("root", CHILD_AGENT)
+    _root_waiting_on(store, child)
+    if shape == "cycle":
+        by = ev.SpawnedBy(session_id="root", call_id="w1", agent_id=CHILD_AGENT)
+        _waiting_child(store, child, by, waits_on="root")
+    else:
+        crashed_tree(JSONLStore(tmp_path / "elsewhere"))
+        by = ev.SpawnedBy(session_id="another-root", call_id="w9", agent_id=CHILD_AGENT)
+        _waiting_child(store, child, by, waits_on=child_session_id(child, "loop"))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.jsonl")}
+    code, out, err = cli("revive", "root", "--store", str(tmp_path), "--tree")
+    assert code == 3, (code, out, err)
+    assert ("spawn cycle" if shape == "cycle" else "spawned by session") in err, err
+    # Refused whole: not a byte written anywhere in the tree.
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*.jsonl")} == before
+    with pytest.raises(turnlog.FormatError):
+        revive_tree(store, "root")
