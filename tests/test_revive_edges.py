@@ -12,6 +12,7 @@ import pytest
 import turnlog
 from entry_point import cli
 from turnlog import events as ev
+from turnlog.verdict import verdict
 
 # Writes a whole answer, then dies with SIGKILL before the turn's end.
 _ANSWERED_THEN_KILLED = """
@@ -117,3 +118,36 @@ def test_reviving_a_session_another_process_writes_reports_it_running(tmp_path: 
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=60)
+
+
+def test_a_report_owed_far_back_is_seen_from_the_tail_and_the_session_is_not_finished(
+    tmp_path: Path,
+) -> None:
+    """The writer stamps each turn boundary with the reports still owed, so a
+    tail that begins long after the spawn still knows: the session is not
+    finished, and the tail's verdict is the whole log's."""
+    store = turnlog.stores.JSONLStore(tmp_path)
+    spawn = turnlog.ToolCall(id="s1", name="spawn")
+    with turnlog.open(store, "root") as log:
+        log.user("start a researcher in the background")
+        with log.turn(), log.step():
+            log.assistant("", [spawn])
+            with log.dispatch(spawn) as running:
+                log.append(
+                    ev.SubagentSpawned(
+                        agent_id="researcher", agent_type="worker", call_id="s1", background=True
+                    )
+                )
+                running.result("started in the background")
+        for i in range(50):
+            log.user(f"meanwhile {i}")
+            with log.turn(), log.step():
+                log.assistant(f"ok {i}")
+    events = store.read("root")
+    full = verdict(events)
+    tail = store.read_tail("root")
+    assert tail.events[0].seq > 10  # the spawn is far behind the tail
+    assert full.reports_owed == ("researcher",) and not full.finished
+    assert tail.verdict() == full
+    found = turnlog.inspect(store, "root")
+    assert (found.status, found.reason, found.revivable) == ("idle", "reports_owed", True)

@@ -130,6 +130,41 @@ def test_killed_then_revived(
 
 
 @pytest.mark.parametrize(
+    ("kill", "mode", "store"),
+    [(k, m, s) for k in KILL_POINTS["background"] for m in ("sync", "async") for s in STORES],
+)
+def test_a_plain_recover_first_leaves_every_report_owed_until_it_is_delivered(
+    kill: str, mode: str, store: str, tmp_path: Path
+) -> None:
+    """Killed while background children run or report, then `turnlog recover`
+    from a shell before anything else: the parent is never `finished` while a
+    report is owed, `revive` does not refuse it, and its next turn delivers
+    each report once (or reports the child lost)."""
+    from entry_point import cli
+
+    url = target(store, tmp_path)
+    ran = program("run", url, "background", kill, mode)
+    assert ran.returncode == SIGKILLED, (ran.returncode, ran.stdout, ran.stderr)
+    Tally.kills += 1
+    where = ["root", "--store", url if store != "jsonl" else f"jsonl:{url}"]
+    code, _, err = cli("recover", *where)
+    assert code in (0, 1), err
+    store_, _ = open_store(url)
+    state = Fold(store_.iter_events("root")).state
+    owed = [c.agent_id for c in state.background if c.delivered is None]
+    code, out, _ = cli("inspect", *where, "--json")
+    found = json.loads(out)
+    if owed:
+        assert found["status"] != "finished" and found["revivable"], found
+    revived = program("revive", url, "background", mode)
+    assert revived.returncode == 0, revived.stderr
+    final = json.loads(revived.stdout.strip().splitlines()[-1])
+    if owed:
+        assert final is not None and final.startswith("done"), final
+    check_store(url, "background")
+
+
+@pytest.mark.parametrize(
     ("scenario", "mode"), [(s, m) for s in KILL_POINTS for m in ("sync", "async")]
 )
 def test_unkilled_runs_finish(scenario: str, mode: str, tmp_path: Path) -> None:

@@ -63,6 +63,16 @@ def sessions_in_every_state(tmp_path: Path) -> JSONLStore:
         root / "finished.jsonl",
         [ev.UserMessage(content="hi"), turn_start(1), assistant(content="hello"), turn_end(1)],
     )
+    write_session(
+        root / "owing.jsonl",
+        [
+            ev.UserMessage(content="research in the background"),
+            turn_start(1),
+            ev.SubagentSpawned(agent_id="bg", background=True),
+            assistant(content="started it"),
+            ev.TurnEnd(turn=1, reason="complete", reports_owed=["bg"]),
+        ],
+    )
     write_session(root / "header.jsonl", [])
     (root / "nothing.jsonl").write_bytes(b"")
     (root / "foreign.jsonl").write_bytes(b"hello\nworld\n")
@@ -79,6 +89,7 @@ def inspections(store: JSONLStore) -> Iterator[Inspection]:
         "crashed",
         "told",
         "idle",
+        "owing",
         "finished",
         "header",
         "nothing",
@@ -128,9 +139,32 @@ def test_revival_reason(tmp_path: Path) -> None:
             ("finished", 3),
             ("idle", 0),
             ("capped", 1),
+            ("missing", 3),
+            ("damaged", 3),
         ]
     }
+    with turnlog.open(store, "idle"):
+        # Its writer is live here; another process would say "running" too.
+        seen.add(_revive_elsewhere(store, "idle"))
     assert seen == words(RevivalReason)
+
+
+def _revive_elsewhere(store: JSONLStore, session_id: str) -> str:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, turnlog\n"
+            "print(turnlog.revive(turnlog.stores.JSONLStore(sys.argv[1]), sys.argv[2]).reason)",
+            store.directory,
+            session_id,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
 
 def test_sweep_action(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -202,6 +202,11 @@ class TurnStart(_Data):
     # Revivals so far, stamped by the writer so a tail reader need not scan
     # the whole log for `run_revived` events. Optional: hand-made logs omit it.
     revivals: int | None = None
+    # The agent ids of the background children whose report is not delivered
+    # yet, stamped by the writer (left out when there are none), so a tail
+    # reader knows what the session still owes without reading back to the
+    # spawns.
+    reports_owed: list[str] | None = None
 
 
 class TurnEnd(_Data):
@@ -209,6 +214,8 @@ class TurnEnd(_Data):
     reason: str = TurnEndReason.COMPLETE
     turn: int | None = None
     steps: int | None = None
+    # As on `turn_start`: the reports still owed when the turn ended.
+    reports_owed: list[str] | None = None
 
 
 class StepStart(_Data):

@@ -215,6 +215,12 @@ class Fold:
         compaction's summary): what an assistant message must follow."""
         return self._user_spoke
 
+    def reports_owed(self) -> list[str]:
+        """The agent ids of background children whose report is not delivered
+        yet, in order of spawning (exact from a tail whose first boundary the
+        writer stamped)."""
+        return [agent_id for agent_id, child in self._background.items() if child.delivered is None]
+
     def is_answered(self, call_id: str) -> bool:
         """True when the open turn asked for `call_id` and a result answered it."""
         call = self._turn.calls.get(call_id) if self._turn is not None else None
@@ -396,6 +402,8 @@ class Fold:
                 f"seq {event.seq}: turn_start stamped with {data.revivals} revivals, after "
                 f"{self._revivals}"
             )
+        if data.reports_owed:
+            self._owed_from_stamp(data.reports_owed)
         earlier = self._turn
         self._turn = MutableTurn(event.seq, data.turn)
         if event.origin == _IMPORT:
@@ -425,6 +433,8 @@ class Fold:
             self._last_turn = data.turn
 
     def _on_turn_end(self, event: Event, data: ev.TurnEnd) -> None:
+        if data.reports_owed:
+            self._owed_from_stamp(data.reports_owed)
         if data.turn is not None:
             self._last_turn = data.turn
         turn = self._turn
@@ -520,6 +530,15 @@ class Fold:
                 f"seq {event.seq}: run_revived numbered {data.revival} is revival "
                 f"{self._revivals} of the log"
             )
+
+    def _owed_from_stamp(self, agent_ids: list[str]) -> None:
+        """A boundary's stamp names children still owing a report: a fold of a
+        tail that began after their spawns learns of them here. A fold that
+        saw the spawns already knows more (their records) and keeps that."""
+        for agent_id in agent_ids:
+            if agent_id not in self._background:
+                spawned = ev.SubagentSpawned(agent_id=agent_id, background=True)
+                self._background[agent_id] = BackgroundChild(spawned=spawned)
 
     def _deliver(self, event: Event, agent_id: str) -> None:
         child = self._background.get(agent_id)

@@ -192,9 +192,16 @@ class Log:
 
     def next_turn_start(self) -> ev.TurnStart:
         """The `turn_start` the next turn begins with: numbered, and stamped
-        with the revivals so far so a tail reader need not search for them."""
+        with the revivals so far and the reports still owed, so a tail reader
+        need not search for them."""
         with self._lock:
-            return ev.TurnStart(turn=self._fold.last_turn_number + 1, revivals=self._fold.revivals)
+            fold = self._fold
+            owed = fold.reports_owed()
+            return ev.TurnStart(
+                turn=fold.last_turn_number + 1,
+                revivals=fold.revivals,
+                reports_owed=owed if owed else None,
+            )
 
     def last_message(self) -> Message | None:
         """The newest transcript entry (exact even when only the tail was read)."""

@@ -105,6 +105,7 @@ def _close_turn(
     error: str | None = None,
     order_kept: bool = True,
     pending: frozenset[str] = frozenset(),
+    reports_owed: list[str] | None = None,
 ) -> list[Event]:
     """The events that close the open turn: results, step_end, then turn_end
     unless `reason` is None (a live step unwinding inside a turn that goes on).
@@ -148,7 +149,9 @@ def _close_turn(
         out.append(Event(seq=seq, data=data_end, ts=ts, origin=origin.value))
         seq += 1
     if reason is not None:
-        turn_end = ev.TurnEnd(reason=reason, turn=turn.turn, steps=turn.steps)
+        turn_end = ev.TurnEnd(
+            reason=reason, turn=turn.turn, steps=turn.steps, reports_owed=reports_owed or None
+        )
         out.append(Event(seq=seq, data=turn_end, ts=ts, origin=origin.value))
     return out
 
@@ -176,6 +179,7 @@ def plan_verdict(found: Verdict, *, pending: frozenset[str] = frozenset()) -> Pl
         origin=Origin.RECOVERY,
         reason=TurnEndReason.INTERRUPTED.value,
         pending=pending,
+        reports_owed=list(found.reports_owed),
     )
     return Plan(events=tuple(repairs))
 
@@ -221,6 +225,7 @@ def unwind_events(
         reason=reason,
         error=error,
         order_kept=order_kept,
+        reports_owed=fold.reports_owed(),
     )
 
 

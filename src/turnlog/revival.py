@@ -17,6 +17,7 @@ from turnlog.errors import (
     SessionNotFoundError,
     StoreIOError,
     TurnlogError,
+    UnreadableRecordError,
     UsageError,
 )
 from turnlog.events import Origin
@@ -131,7 +132,8 @@ def _not_opened(exc: TurnlogError, session_id: str | None) -> Revival:
     reason: RevivalReason
     if isinstance(exc, SessionLockedError) and not isinstance(exc, SessionHeldHereError):
         reason = "running"
-    elif isinstance(exc, CorruptLogError):
+    elif isinstance(exc, (CorruptLogError, UnreadableRecordError)):
+        # As `inspect` says it: a record past the header it cannot read.
         reason = "corrupt"
     elif isinstance(exc, (SessionNotFoundError, FormatError, StoreIOError)):
         reason = "unreadable"

@@ -36,11 +36,6 @@ TreeOutcome = Literal[
     "revived",
     "already revived, not yet run on",
     Refusal,
-    # What `revive` says of a session it could not open (never one of a tree,
-    # whose nodes are opened first).
-    "running",
-    "corrupt",
-    "unreadable",
 ]
 
 
@@ -48,6 +43,10 @@ def _outcome(reason: RevivalReason) -> TreeOutcome:
     """A revived node's outcome, in words, by the reason `revive` gave."""
     if reason == "already_revived":
         return "already revived, not yet run on"
+    if reason == "running" or reason == "corrupt" or reason == "unreadable":
+        # Said only of a session `revive` could not open: a tree's nodes are
+        # opened, under their locks, before anything is revived.
+        raise AssertionError(f"revive said {reason!r} of a node the tree holds open")
     return reason
 
 

@@ -31,6 +31,7 @@ InspectionReason = Literal[
     "running",
     "interrupted",
     "needs_response",
+    "reports_owed",
     "already_revived",
     "corrupt",
     "unreadable",
@@ -82,6 +83,10 @@ def status_of(
         status = reason = "empty"
     elif found.finished:
         status = reason = "finished"
+    elif found.reports_owed:
+        # It answered, but a background child's report is still owed: its
+        # next turn delivers it, or reports the child lost.
+        status, reason = "idle", "reports_owed"
     else:
         status, reason = "idle", "needs_response"
     refused = refusal(found, max_revivals, told=told)

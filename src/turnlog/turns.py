@@ -83,7 +83,15 @@ def end_turn(log: Log, turn: Turn) -> None:
             raise error
         if log._fold.step_open:
             log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
-        log.append(ev.TurnEnd(reason=turn.reason, turn=turn.number, steps=turn.steps))
+        owed = log._fold.reports_owed()
+        log.append(
+            ev.TurnEnd(
+                reason=turn.reason,
+                turn=turn.number,
+                steps=turn.steps,
+                reports_owed=owed if owed else None,
+            )
+        )
 
 
 def _adopt_turn(log: Log) -> Turn:

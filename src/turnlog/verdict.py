@@ -44,7 +44,8 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
 
     `empty` is a session holding only its header; `finished` one whose last
     message answers without asking for tools, with no open turn, or in an
-    open turn that owes nothing (it died before its `turn_end`).
+    open turn that owes nothing (it died before its `turn_end`), and no
+    background child's report still owed.
     """
 
     session: ev.Session | None
@@ -57,6 +58,8 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     finished: bool
     needs_response: bool
     waits: tuple[Wait, ...] = ()
+    # Background children whose report is not delivered yet, by agent id.
+    reports_owed: tuple[str, ...] = ()
 
 
 def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
@@ -152,6 +155,7 @@ def decide(fold: Fold) -> Verdict:
     last = fold.last_message()
     owed = owed_calls(turn)
     waits = waits_of(turn)
+    reports_owed = tuple(fold.reports_owed())
     answered = (
         last is not None
         and last.role == "assistant"
@@ -162,8 +166,12 @@ def decide(fold: Fold) -> Verdict:
     # finished: also when it died before its `turn_end`, if that answer came
     # in the open turn and the turn owes nothing. Recovery still closes the
     # turn; nothing is left to run.
-    finished = answered and (
-        turn is None or (not owed and not waits and last is not None and last.seq > turn.seq)
+    # A run that still owes a background child's report has not finished,
+    # whatever it said last: the report is delivered, or reported lost.
+    finished = (
+        answered
+        and not reports_owed
+        and (turn is None or (not owed and not waits and last is not None and last.seq > turn.seq))
     )
     return Verdict(
         session=fold.session,
@@ -176,6 +184,7 @@ def decide(fold: Fold) -> Verdict:
         finished=finished,
         needs_response=fold.needs_response,
         waits=waits,
+        reports_owed=reports_owed,
     )
 
 
