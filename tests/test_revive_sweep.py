@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections import Counter
@@ -18,6 +19,7 @@ from turnlog.fold import fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import SQLiteStore, Store
 from turnlog.stores.jsonl import JSONLStore
+from turnlog.sweeper import sweep
 
 SWEEPERS = 4
 # What a sweeper says of a session another sweeper got to first.
@@ -112,3 +114,14 @@ def test_racing_sweepers_revive_each_crashed_session_once(
     assert {session_id: revivals_and_notices(store, session_id) for session_id in ids} == {
         session_id: (1, 1) for session_id in ids
     }
+
+
+@pytest.mark.parametrize("older_than_s", [math.nan, math.inf, -1.0])
+def test_sweep_refuses_an_age_that_is_not_a_finite_number_of_seconds(
+    tmp_path: Path, older_than_s: float
+) -> None:
+    store = JSONLStore(tmp_path)
+    put(store, crashed_session("young"))
+    with pytest.raises(turnlog.UsageError, match="older_than_s"):
+        sweep(store, older_than_s=older_than_s)
+    assert turnlog.inspect(store, "young").status == "interrupted"  # nothing repaired

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Iterable
 from typing import Literal
 
 import msgspec
 
-from turnlog.errors import SessionLockedError, TurnlogError
+from turnlog.errors import SessionLockedError, TurnlogError, UsageError
 from turnlog.log import open as open_log
 from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told
 from turnlog.revival import revive as revive_log
@@ -56,6 +57,13 @@ def sweep(
     locked (another sweeper, or its agent, holds it), already repaired or
     already revived skips it and says why; none of that is an error.
     """
+    if not (isinstance(older_than_s, int | float) and 0 <= older_than_s < math.inf):
+        # A NaN compares false with every age: the guard would let through a
+        # session written a moment ago.
+        raise UsageError(
+            f"older_than_s must be a finite number of seconds >= 0, not {older_than_s!r}",
+            hint="pass the age below which a session is left alone, such as 60",
+        )
     cap = DEFAULT_MAX_REVIVALS if max_revivals is None else max_revivals
     now = dt.datetime.now(dt.UTC)
     candidates: Iterable[str] = store.sweep_candidates()
