@@ -12,6 +12,8 @@ import pytest
 import turnlog
 from entry_point import cli
 from turnlog import events as ev
+from turnlog.fold import fold
+from turnlog.recovery import interrupted, patch_dangling_tool_calls
 from turnlog.verdict import verdict
 
 # Writes a whole answer, then dies with SIGKILL before the turn's end.
@@ -151,3 +153,24 @@ def test_a_report_owed_far_back_is_seen_from_the_tail_and_the_session_is_not_fin
     assert tail.verdict() == full
     found = turnlog.inspect(store, "root")
     assert (found.status, found.reason, found.revivable) == ("idle", "reports_owed", True)
+
+
+@pytest.mark.parametrize(
+    ("function", "instead"),
+    [
+        (turnlog.plan, "plan_stored"),
+        (verdict, "inspect"),
+        (turnlog.is_finished, "inspect"),
+        (fold, "open"),
+        (interrupted, "inspect"),
+        (patch_dangling_tool_calls, "open"),
+    ],
+)
+def test_a_function_that_takes_events_refuses_a_path_and_names_the_one_that_takes_it(
+    tmp_path: Path, function: object, instead: str
+) -> None:
+    path = tmp_path / "x.jsonl"
+    for given in (str(path), path, "run-1"):
+        with pytest.raises(turnlog.UsageError, match="not a path") as refused:
+            function(given)  # type: ignore[operator]
+        assert instead in (refused.value.hint or "")

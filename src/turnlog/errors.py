@@ -28,6 +28,18 @@ class UsageError(TurnlogError, ValueError):
     hint = "check the arguments against the documentation"
 
 
+def refuse_a_path(value: object, *, function: str, instead: str, takes: str = "events") -> None:
+    """Raise `UsageError` when a function that takes events (or messages) is
+    given a path or a session id: a string iterates as characters, and the
+    error would be a bare `AttributeError` deep inside. `instead` names the
+    function that takes a path."""
+    if isinstance(value, str | bytes) or hasattr(value, "__fspath__"):
+        raise UsageError(
+            f"{function} takes {takes}, not a path or a session id ({value!r})",
+            hint=f"for a stored session use {instead}",
+        )
+
+
 class FormatError(TurnlogError):
     """A record that cannot be decoded: bad JSON, a missing field, a wrong type."""
 

@@ -8,6 +8,7 @@ from typing import Any, Final
 import msgspec
 
 from turnlog import events as ev
+from turnlog.errors import refuse_a_path
 from turnlog.events import Event, Origin
 from turnlog.open_turn import CallSighting, MutableCall, MutableTurn, OpenStep, OpenTurn
 from turnlog.state import BackgroundChild, Message, SessionState
@@ -566,4 +567,5 @@ class Fold:
 
 def fold(events: Iterable[Event]) -> SessionState:
     """Fold a whole sequence of events into a fresh state."""
+    refuse_a_path(events, function="turnlog.fold", instead="turnlog.open(PATH).state")
     return Fold(events).state

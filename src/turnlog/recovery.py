@@ -8,6 +8,7 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog import selfcheck
+from turnlog.errors import refuse_a_path
 from turnlog.events import Event, Origin, Risk, TurnEndReason
 from turnlog.fold import CallSighting, Fold, Message, OpenTurn
 from turnlog.verdict import Verdict, classify, decide
@@ -190,6 +191,7 @@ def plan(events: Iterable[Event]) -> Plan:
     Pure and deterministic: the same events give the same repairs, byte for
     byte; synthetic timestamps are the last real event's.
     """
+    refuse_a_path(events, function="turnlog.plan", instead="turnlog.plan_stored(PATH)")
     folder = Fold(events)
     repairs = plan_verdict(decide(folder))
     warnings = folder.warnings
@@ -231,6 +233,7 @@ def unwind_events(
 
 def interrupted(events: Iterable[Event]) -> bool:
     """True when the log has an open turn: the signature of a crashed run."""
+    refuse_a_path(events, function="turnlog.interrupted", instead="turnlog.inspect(PATH)")
     return Fold(events).turn_open
 
 
@@ -247,6 +250,12 @@ def patch_dangling_tool_calls(messages: Sequence[Message]) -> list[Message]:
     provider request. Each patch goes right after its assistant message and
     the results already there, in call order; nothing is persisted.
     """
+    refuse_a_path(
+        messages,
+        function="turnlog.patch_dangling_tool_calls",
+        instead="turnlog.open(PATH).messages",
+        takes="messages",
+    )
     answered = {m.call_id for m in messages if m.role == "tool"}
     out: list[Message] = []
     pending: list[Message] = []

@@ -14,6 +14,7 @@ from typing import Final
 import msgspec
 
 from turnlog import events as ev
+from turnlog.errors import refuse_a_path
 from turnlog.events import Content, Event, Risk
 from turnlog.fold import CallSighting, Fold, OpenTurn
 
@@ -190,10 +191,12 @@ def decide(fold: Fold) -> Verdict:
 
 def verdict(events: Iterable[Event]) -> Verdict:
     """The verdict of a whole log."""
+    refuse_a_path(events, function="turnlog.verdict", instead="turnlog.inspect(PATH)")
     return decide(Fold(events))
 
 
 def is_finished(events: Iterable[Event]) -> bool:
     """True when the log's last message answers without asking for tools and
     no turn is open: the agent is done, and there is nothing to revive."""
+    refuse_a_path(events, function="turnlog.is_finished", instead="turnlog.inspect(PATH).status")
     return verdict(events).finished
