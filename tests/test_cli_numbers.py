@@ -34,7 +34,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # Numeric options of modules edited elsewhere at the time of writing; each
 # moves to the parser there (`ls --limit`: WholeNumber(min_value=1); `fork
 # --at`: WholeNumber(min_value=0)), and is then held to it like the rest.
-ELSEWHERE = {("ls", "--limit"), ("fork", "--at")}
+ELSEWHERE: set[tuple[str, str]] = set()
 ONE_PARSER = (WholeNumber, Seconds)
 
 

@@ -138,13 +138,13 @@ def test_hand_written_lines_without_crc_or_ts(tmp_path: Path) -> None:
 
 
 def test_oversized_line_is_reported_not_loaded(tmp_path: Path) -> None:
-    path = tmp_path / "big.jsonl"
+    path = tmp_path / "s1.jsonl"
     with open(path, "wb") as f:
         f.write(DATA)
         f.write(b'{"seq":6,"type":"user_message","data":{"content":"')
         f.write(b"x" * (ev.MAX_RECORD_BYTES + 10))
         f.write(b'"}}\n')
-    result = JSONLStore(tmp_path).scan("big")
+    result = JSONLStore(tmp_path).scan("s1")
     assert result.torn is not None
     assert "limit" in result.problems[0].message
 

@@ -3,6 +3,7 @@ handle revived under another id, and sessions that are missing or unreadable."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -174,3 +175,12 @@ def test_a_function_that_takes_events_refuses_a_path_and_names_the_one_that_take
         with pytest.raises(turnlog.UsageError, match="not a path") as refused:
             function(given)  # type: ignore[operator]
         assert instead in (refused.value.hint or "")
+
+
+def test_inspect_of_a_missing_session_on_the_command_line_gives_its_status(tmp_path: Path) -> None:
+    for where in ([str(tmp_path / "gone.jsonl")], ["gone", "--store", str(tmp_path)]):
+        code, out, err = cli("inspect", *where, "--json")
+        assert code == 3, err
+        found = json.loads(out)
+        assert (found["status"], found["revivable"]) == ("unreadable", False)
+        assert "gone" in found["problems"][0]["message"]

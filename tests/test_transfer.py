@@ -89,6 +89,68 @@ def test_copy_refuses_a_damaged_source(tmp_path: Path) -> None:
     assert SQLiteStore(tmp_path / "s.db").sessions() == []
 
 
+def test_a_store_copy_is_checked_whole_before_anything_is_written(tmp_path: Path) -> None:
+    files = JSONLStore(tmp_path / "files")
+    for i in range(3):
+        put(files, crashed_session(f"c{i}"))
+    damaged = tmp_path / "files" / "c1.jsonl"
+    lines = damaged.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b"turn", b"TURN")
+    damaged.write_bytes(b"".join(lines))
+    # A backup of c0 under a name of its own: its header still names c0.
+    (tmp_path / "files" / "c3.jsonl").write_bytes((tmp_path / "files" / "c0.jsonl").read_bytes())
+    code, _, err = cli("copy", url(files), f"sqlite:///{tmp_path}/s.db")
+    assert code == 3 and "2 of 4 sessions cannot be copied, so nothing was copied" in err
+    assert "c1: " in err and "damaged" in err
+    assert "c3: " in err and "holds session 'c0', not 'c3'" in err
+    assert err.count("hint:") == 3
+    assert not (tmp_path / "s.db").exists()
+    code, out, _ = cli("copy", url(files), f"sqlite:///{tmp_path}/s.db", "--json")
+    document = json.loads(out)
+    assert code == 3 and [r["session_id"] for r in document["refused"]] == ["c1", "c3"]
+    assert document["copied"] == [] and not (tmp_path / "s.db").exists()
+
+
+def test_a_copy_that_fails_part_way_says_exactly_what_it_copied(tmp_path: Path) -> None:
+    files = JSONLStore(tmp_path / "files")
+    for session_id in ("c0", turnlog.stores.child_session_id("c0", "k"), "c1"):
+        put(files, crashed_session(session_id))
+    # A file where the destination's folder for c0's subagents belongs: the
+    # checks pass, the subagent's write fails, after c0 was copied.
+    (tmp_path / "dest").mkdir()
+    (tmp_path / "dest" / "c0.agents").write_bytes(b"")
+    code, out, err = cli("copy", url(files), str(tmp_path / "dest"), "--json")
+    document = json.loads(out)
+    assert code == 3
+    assert [c["session_id"] for c in document["copied"]] == ["c0"]
+    assert document["failed"] == "c0.agents/k" and document["written"] is False
+    assert document["not_copied"] == ["c0.agents/k", "c1"]
+    assert "copying session 'c0.agents/k' failed, and nothing of it was written" in err
+    assert "before it, each whole and read back: c0; not copied: c0.agents/k, c1" in err
+    assert "--skip-existing" in err
+    assert sorted(p.name for p in (tmp_path / "dest").iterdir()) == ["c0.agents", "c0.jsonl"]
+    # Done as the hint says, the rest is copied, the subagent's file included.
+    (tmp_path / "dest" / "c0.agents").unlink()
+    code, out, err = cli("copy", url(files), str(tmp_path / "dest"), "--skip-existing", "--json")
+    assert code == 0, err
+    assert [c["session_id"] for c in json.loads(out)["copied"]] == ["c0.agents/k", "c1"]
+    dest = JSONLStore(tmp_path / "dest")
+    assert dest.sessions() == files.sessions()
+    assert dest.read("c0.agents/k") == files.read("c0.agents/k")
+
+
+def test_a_session_file_as_source_copies_that_session_only(tmp_path: Path) -> None:
+    files = JSONLStore(tmp_path / "files")
+    for session_id in ("a", "b"):
+        put(files, crashed_session(session_id))
+    code, out, err = cli("copy", str(tmp_path / "files" / "a.jsonl"), str(tmp_path / "d"), "--json")
+    assert code == 0, err
+    assert [c["session_id"] for c in json.loads(out)["copied"]] == ["a"]
+    assert JSONLStore(tmp_path / "d").sessions() == ["a"]
+    code, _, err = cli("copy", str(tmp_path / "files" / "a.jsonl"), "x", "--session", "b")
+    assert code == 2 and "'a'" in err
+
+
 # -- sweep --------------------------------------------------------------------------------------
 
 HOLDER = """

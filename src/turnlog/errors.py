@@ -176,7 +176,8 @@ class SessionInterruptedError(TurnlogError):
 class SessionNotFoundError(TurnlogError):
     """A session id or path that names no session."""
 
-    hint = "list the sessions with `turnlog ls`, or pass create=True to start one"
+    # Said to Python callers and shell users alike: no keyword of either.
+    hint = "list the sessions with `turnlog ls`, or check the session id and the store"
 
 
 class SessionExistsError(TurnlogError):

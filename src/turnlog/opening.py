@@ -91,8 +91,8 @@ def _open_existing(store: Store, session_id: str) -> Opened:
             raise FormatError(
                 f"{where} holds session {named!r}, not {session_id!r}: its header names "
                 "another session",
-                hint="a session file was copied or renamed by hand; rename it back, or "
-                "make a copy under a new id with `turnlog copy` or `turnlog fork`",
+                hint="its header was written for another session (copied or edited by "
+                "hand); give it back the id its header names, or remove it from the store",
             )
         return Opened(store, writer, fold, whole=False)
     except BaseException:

@@ -19,6 +19,7 @@ from turnlog.cli._common import (
     max_revivals_option,
     store_option,
 )
+from turnlog.cli.numbers import WholeNumber
 from turnlog.stores import existing_store, resolve_session
 
 
@@ -26,7 +27,7 @@ from turnlog.stores import existing_store, resolve_session
 @store_option
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=WholeNumber(min_value=1, example="20"),
     default=None,
     metavar="N",
     help="At most N sessions (a page).",
@@ -52,18 +53,23 @@ def ls_command(store_url: str | None, limit: int | None, after: str | None, as_j
     ids = ids[:limit]
     console = _console()
     rows = []
+    # A session that cannot be read (a damaged file, another session's file
+    # under this name) is listed with its status and says why, never dropped.
+    flagged: list[tuple[str, str]] = []
     for session_id in _progress(console, ids, "reading session tails", as_json=as_json):
         found = inspect(store, session_id)
-        rows.append(
-            {
-                "session_id": session_id,
-                "status": found.status,
-                "turns": found.turns,
-                "events": found.events,
-                "last_activity": found.last_activity,
-                "owed_calls": len(found.owed_calls),
-            }
-        )
+        row = {
+            "session_id": session_id,
+            "status": found.status,
+            "turns": found.turns,
+            "events": found.events,
+            "last_activity": found.last_activity,
+            "owed_calls": len(found.owed_calls),
+        }
+        if found.status in ("corrupt", "unreadable") and found.problems:
+            row["problem"] = found.problems[0].message
+            flagged.append((session_id, found.problems[0].message))
+        rows.append(row)
     next_after = ids[-1] if more and ids else None
     if as_json:
         _emit_json({"store": store.url, "sessions": rows, "next_after": next_after})
@@ -71,6 +77,8 @@ def ls_command(store_url: str | None, limit: int | None, after: str | None, as_j
         from turnlog.render import render_sessions
 
         render_sessions(console, rows)
+        for session_id, problem in flagged:
+            console.print(f"{session_id}: {problem}", style="yellow", markup=False, highlight=False)
         if next_after is not None:
             console.print(f"more: turnlog ls --after {next_after} --limit {limit}")
 
@@ -86,10 +94,21 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
 
     Exits 3 when the session is unreadable or corrupt, else 0.
     """
+    from turnlog.errors import SessionNotFoundError
+    from turnlog.stores import store_from_url
     from turnlog.triage import inspect
 
-    store, session_id = resolve_session(session, store_url)
-    found = inspect(store, session_id, max_revivals=max_revivals)
+    try:
+        store, session_id = resolve_session(session, store_url)
+    except SessionNotFoundError:
+        # A missing session is a state to report, as the library reports it:
+        # status "unreadable", with what was not found.
+        if session.endswith(".jsonl"):
+            found = inspect(session, max_revivals=max_revivals)
+        else:
+            found = inspect(store_from_url(store_url), session, max_revivals=max_revivals)
+    else:
+        found = inspect(store, session_id, max_revivals=max_revivals)
     if as_json:
         document = _to_builtins(found)
         document.pop("bytes_read", None)

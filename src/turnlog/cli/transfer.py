@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from turnlog.cli._common import (
     EXIT_FINDINGS,
+    EXIT_LOCKED,
+    EXIT_UNREADABLE,
     _console,
     _emit_json,
     _events,
+    _exit_code,
     _progress,
     _reports_errors,
     _stream_json,
@@ -19,14 +23,25 @@ from turnlog.cli._common import (
     json_option,
     store_option,
 )
+from turnlog.cli.numbers import WholeNumber
+from turnlog.errors import UsageError
 from turnlog.fold import Fold, Message
 from turnlog.recovery import patch_dangling_tool_calls
-from turnlog.stores import existing_store, resolve_session, store_from_url
+from turnlog.stores import open_store, resolve_session, store_from_url
+
+if TYPE_CHECKING:
+    from turnlog.transfer import CopyIncompleteError, CopyRefusedError
 
 
 @click.command("fork")
 @click.argument("session")
-@click.option("--at", "at_seq", type=int, required=True, help="The last seq the fork inherits.")
+@click.option(
+    "--at",
+    "at_seq",
+    type=WholeNumber(min_value=0, example="12"),
+    required=True,
+    help="The last seq the fork inherits.",
+)
 @click.option("--id", "new_id", help="The new session's id (default: <session>-fork-<n>).")
 @store_option
 @json_option
@@ -184,15 +199,26 @@ def copy_command(
 
     Same seq, timestamps, origins and content; a session that exists in DEST
     is never overwritten: without --skip-existing the copy is refused before
-    anything is written. Each copy is read back and compared. This is how a
-    store moves from files to a database.
+    anything is written. Every session is checked before the first is
+    written (a damaged one, a live one, a file renamed from another session's
+    name refuse the copy); each copy is read back and compared. SOURCE may be
+    one .jsonl session file. This is how a store moves from files to a database.
     """
     from turnlog.errors import SessionExistsError
-    from turnlog.transfer import copy_session
+    from turnlog.transfer import CopyIncompleteError, CopyRefusedError, copy_sessions
 
-    source_store = existing_store(source)
+    source_store, file_session = open_store(source)
+    source_store.require()
+    if file_session is not None and any(sid != file_session for sid in session_ids):
+        raise UsageError(
+            f"SOURCE {source} is the session {file_session!r}, and --session names another",
+            hint="name the store's directory as SOURCE to pick sessions with --session",
+        )
     dest_store = store_from_url(dest)
-    ids = list(session_ids) or source_store.sessions()
+    if file_session is not None:
+        ids = [file_session]
+    else:
+        ids = list(dict.fromkeys(session_ids)) or source_store.sessions()
     there = [session_id for session_id in ids if dest_store.exists(session_id)]
     if there and not skip_existing:
         # Refused whole, before the first copy: a second run is never left
@@ -210,9 +236,17 @@ def copy_command(
         )
     todo = [session_id for session_id in ids if session_id not in set(there)]
     console = _console()
-    copied = []
-    for session_id in _progress(console, todo, "copying sessions", as_json=as_json):
-        copied.append(copy_session(source_store, session_id, dest_store))
+    try:
+        copied = copy_sessions(
+            source_store,
+            todo,
+            dest_store,
+            progress=lambda ids, what: _progress(console, ids, what, as_json=as_json),
+        )
+    except CopyRefusedError as error:
+        _copy_refused(error, as_json=as_json)
+    except CopyIncompleteError as error:
+        _copy_incomplete(error, as_json=as_json)
     if as_json:
         _emit_json(
             {
@@ -229,3 +263,59 @@ def copy_command(
         console.print(f"skipped {session_id} (already in {dest_store.url})")
     if not copied and not there:
         console.print("no sessions to copy")
+
+
+def _copy_refused(error: CopyRefusedError, *, as_json: bool) -> NoReturn:
+    """Report every session that refused the copy, each with its own hint."""
+    codes = {_exit_code(refusal) for _, refusal in error.refused}
+    # Exit 4 only when every refusal is a live writer: waiting fixes it.
+    code = EXIT_LOCKED if codes == {EXIT_LOCKED} else EXIT_UNREADABLE
+    hint = (
+        "nothing was written; deal with each session as its hint says and copy again, "
+        "or name the sessions to copy with --session ID"
+    )
+    if as_json:
+        _emit_json(
+            {
+                "error": error.message,
+                "hint": hint,
+                "exit_code": code,
+                "refused": [
+                    {"session_id": session_id, "error": refusal.message, "hint": refusal.hint}
+                    for session_id, refusal in error.refused
+                ],
+                "copied": [],
+            }
+        )
+    lines = [f"error: {error.summary}:"]
+    for session_id, refusal in error.refused:
+        lines.append(f"  {session_id}: {refusal.message}")
+        if refusal.hint:
+            lines.append(f"    hint: {refusal.hint}")
+    lines.append(f"hint: {hint}")
+    click.echo("\n".join(lines), err=True)
+    sys.exit(code)
+
+
+def _copy_incomplete(error: CopyIncompleteError, *, as_json: bool) -> NoReturn:
+    """Report a copy that failed part way, saying exactly what DEST holds of it."""
+    code = _exit_code(error.cause)
+    hint = (error.cause.hint + "; then " if error.cause.hint else "") + (
+        "run the same copy again with --skip-existing: what was copied is whole and is "
+        "left as it is"
+    )
+    if as_json:
+        _emit_json(
+            {
+                "error": error.message,
+                "hint": hint,
+                "exit_code": code,
+                "copied": error.copied,
+                "failed": error.session_id,
+                "written": error.written,
+                "not_copied": error.not_copied,
+            }
+        )
+    click.echo(f"error: {error.message}", err=True)
+    click.echo(f"hint: {hint}", err=True)
+    sys.exit(code)

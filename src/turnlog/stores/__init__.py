@@ -10,6 +10,7 @@ from turnlog.errors import NotAStoreError, SessionNotFoundError, StoreNotFoundEr
 from turnlog.stores.base import (
     AGENTS_SUFFIX,
     Holder,
+    SessionMismatchError,
     Store,
     StoreWriter,
     child_session_id,
@@ -30,6 +31,7 @@ __all__ = [
     "MemoryStore",
     "NotAStoreError",
     "SQLiteStore",
+    "SessionMismatchError",
     "Store",
     "StoreNotFoundError",
     "StoreWriter",

@@ -15,6 +15,7 @@ from turnlog.damage import Problem, Scan, TornTail
 from turnlog.errors import (
     CorruptLogError,
     InvalidSessionIdError,
+    NotASessionError,
     SeqConflictError,
     StoreNotFoundError,
     UnreadableRecordError,
@@ -101,6 +102,49 @@ def parent_session_id(session_id: str) -> str | None:
     if not slash:
         return None
     return head[: -len(AGENTS_SUFFIX)]
+
+
+class SessionMismatchError(NotASessionError):
+    """A stored session whose header names another session than the one it is
+    stored as (a JSONL file copied or renamed by hand). It is neither session:
+    nothing reads, writes, copies or revives it as one."""
+
+    hint = (
+        "a session is stored under the id its header names; this one was copied or "
+        "renamed by hand: put it back under that id, or out of the store"
+    )
+
+    def __init__(self, where: str, *, stored_as: str, named: str, hint: str | None = None) -> None:
+        super().__init__(
+            f"{where} holds session {named!r}, not {stored_as!r}: its header names another session",
+            hint=hint,
+        )
+        self.where = where
+        self.stored_as = stored_as
+        self.named = named
+
+
+def check_named(
+    header: Event | None,
+    session_id: str,
+    where: str,
+    *,
+    hint: Callable[[str], str] | None = None,
+) -> None:
+    """The one rule for which stored session is which: the session `session_id`
+    is the one stored under that id whose header names that id too. Raises
+    `SessionMismatchError` for a header that names another; `where` says
+    where it is stored (a file), and `hint(named)` what to do about it."""
+    if header is None or not isinstance(header.data, ev.Session):
+        return
+    named = header.data.session_id
+    if named != session_id:
+        raise SessionMismatchError(
+            where,
+            stored_as=session_id,
+            named=named,
+            hint=hint(named) if hint is not None else None,
+        )
 
 
 def seq_conflict(session_id: str, expected: int, actual: int) -> SeqConflictError:
@@ -283,7 +327,11 @@ class StoreWriter(abc.ABC):
 
 
 class Store(abc.ABC):
-    """Sessions by id: create, write under an exclusive lock, read, read the tail."""
+    """Sessions by id: create, write under an exclusive lock, read, read the tail.
+
+    A session is stored under the id its header names (`check_named`): one
+    stored under another id (a JSONL file renamed by hand) is neither session.
+    """
 
     #: How a person would name this store on the command line.
     url: str = ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final, NoReturn
 
 from turnlog.damage import Problem, TornTail
@@ -14,7 +14,7 @@ from turnlog.errors import (
     UnreadableRecordError,
 )
 from turnlog.events import MAX_LINE_BYTES, Event
-from turnlog.stores.jsonl.head import line_number_at, read_head
+from turnlog.stores.jsonl.head import Head, line_number_at, read_head
 from turnlog.stores.jsonl_record import (
     classify_line,
     decode_line,
@@ -150,15 +150,24 @@ def lines_newest_first(fd: int, end: int, counter: list[int]) -> Iterator[tuple[
         carry_bytes = head_size
 
 
-def read_tail(fd: int, path: str, *, live_writer_possible: bool) -> Tail:
+def read_tail(
+    fd: int,
+    path: str,
+    *,
+    live_writer_possible: bool,
+    check_head: Callable[[Head], None] | None = None,
+) -> Tail:
     """The one backward reader: the tail that decides the state, checked.
 
     Bytes that cannot be a finished record at the very end are the torn
     tail; damage or a seq out of order among the events read, or a
     complete record that cannot be understood, refuses the session.
+    `check_head` may refuse the header before anything else is read.
     """
     end = os.fstat(fd).st_size
     head = read_head(fd, path, end)
+    if check_head is not None:
+        check_head(head)
     if head.header is None:
         torn = TornTail(offset=0, size_bytes=end) if end else None
         missing = (Problem(message="no complete session header", offset=0),) if end else ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Final, NoReturn
 
 import msgspec
@@ -127,4 +128,21 @@ def not_ours(path: str, first_line: bytes) -> NoReturn:
         what = "does not start with a turnlog 'session' header"
     raise NotASessionError(
         f"{path} is not a turnlog session: it {what}", hint=foreign_hint(first_line)
+    )
+
+
+def misnamed_hint(path: str, home: str) -> str:
+    """What a person does with the file `path` whose header names another
+    session, whose own file is `home`: name it back, or, when that session is
+    there already, take the copy out of the store."""
+    if os.path.lexists(home):
+        named = os.path.basename(home)
+        return (
+            f"{home} is that session; this file is a copy of it under another name: move it "
+            f"out of the store, into a directory of its own as {named}, where it reads as "
+            "that session again (and `turnlog copy DIR DEST` copies it into another store)"
+        )
+    return (
+        "rename it back to the name its header gives it: "
+        f"mv {shlex.quote(path)} {shlex.quote(home)}"
     )

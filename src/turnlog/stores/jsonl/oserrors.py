@@ -39,7 +39,10 @@ def translate(exc: OSError, action: str, path: str) -> TurnlogError:
     """The one place OS errors of this store become turnlog errors."""
     code = exc.errno
     if code == errno.ENOENT:
-        return SessionNotFoundError(f"{path}: no such session file")
+        return SessionNotFoundError(
+            f"{path}: no such session file",
+            hint="check the session id; `turnlog ls --store DIR` lists a store's sessions",
+        )
     if code == errno.ELOOP:
         return StoreIOError(
             f"{path} is a symbolic link; turnlog does not follow links in a store",

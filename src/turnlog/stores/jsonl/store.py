@@ -31,6 +31,7 @@ from turnlog.stores.base import (
     StoreWriter,
     batched,
     check_contiguous,
+    check_named,
     first_of_session,
     validate_check,
     validate_header,
@@ -38,7 +39,7 @@ from turnlog.stores.base import (
 )
 from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
 from turnlog.stores.jsonl.backward import read_tail
-from turnlog.stores.jsonl.head import Head, read_head
+from turnlog.stores.jsonl.head import Head, misnamed_hint, read_head
 from turnlog.stores.jsonl.oserrors import closed_on_error, exists_at, kind_of, translate
 from turnlog.stores.jsonl_record import (
     encode_line,
@@ -173,10 +174,24 @@ class JSONLStore(Store):
         return fd
 
     def _head(self, fd: int, session_id: str) -> tuple[Head, int]:
-        """The proof the file is ours, and the size this read goes up to
-        (taken once, so a writer appending meanwhile is not read half-way)."""
+        """The proof the file is ours and is the session it is named for, and
+        the size this read goes up to (taken once, so a writer appending
+        meanwhile is not read half-way)."""
         end = os.fstat(fd).st_size
-        return read_head(fd, self.path(session_id), end), end
+        head = read_head(fd, self.path(session_id), end)
+        self._check_named(head, session_id)
+        return head, end
+
+    def _check_named(self, head: Head, session_id: str) -> None:
+        """Refuse a file whose header names another session than its name does."""
+        path = self.path(session_id)
+        check_named(head.header, session_id, path, hint=lambda named: self._misnamed(path, named))
+
+    def _misnamed(self, path: str, named: str) -> str:
+        try:
+            return misnamed_hint(path, self.path(named))
+        except UsageError:
+            return f"its header names no valid session id: move {path} out of the store"
 
     # -- reading -----------------------------------------------------------------
 
@@ -294,7 +309,12 @@ class JSONLStore(Store):
         """
         fd = self._open_file(session_id, os.O_RDONLY)
         try:
-            return read_tail(fd, self.path(session_id), live_writer_possible=True)
+            return read_tail(
+                fd,
+                self.path(session_id),
+                live_writer_possible=True,
+                check_head=lambda head: self._check_named(head, session_id),
+            )
         except OSError as exc:
             raise translate(exc, "read", self.path(session_id)) from exc
         finally:
