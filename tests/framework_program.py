@@ -5,10 +5,16 @@ its own process: the crash the integrations must survive.
     python framework_program.py FRAMEWORK MODE STORE SIDE [--parallel]
 
 FRAMEWORK: openai-agents | pydantic-ai | langgraph | adk
-MODE: run (killed inside `charge`), resume, resume-unrecovered (LangGraph without
-recover_thread); plain-run, plain-resume (the
-framework's own persistence, without turnlog). `resume` prints one JSON
-object: the final text and what the model was sent on resume.
+MODE: run (killed inside `charge`), resume, resume-unrecovered (LangGraph's own
+`invoke(None)`, without recover_thread), resume-own-history (Pydantic AI on the
+history the app saved itself); plain-run, plain-resume (the framework's own
+persistence, without turnlog); approve (with APPROVAL=1, below). `resume` prints
+one JSON object: the final text and what the model was sent on resume.
+
+With APPROVAL=1 `charge` waits for a person's approval (the Agents SDK's
+`needs_approval`, LangGraph's `interrupt()` inside the tool): `run` stops
+there, and `approve` approves and resumes in a new process (the Agents SDK
+from the `RunState` that `run` saved, LangGraph with `Command(resume=True)`).
 """
 
 import ast
@@ -45,6 +51,10 @@ def amounts(parallel: bool) -> list[int]:
     return [1, 2] if parallel else [1]
 
 
+def approval() -> bool:
+    return os.environ.get("APPROVAL") == "1"
+
+
 def report(final: str, calls: list[str], outputs: list[str], first: Any = None) -> None:
     """One JSON line: the final text, and the calls, outputs and whether the
     resume notice were in the model's first input."""
@@ -56,7 +66,7 @@ def report(final: str, calls: list[str], outputs: list[str], first: Any = None) 
 
 
 def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
-    from agents import Agent, Runner, SQLiteSession, function_tool
+    from agents import Agent, Runner, RunState, SQLiteSession, function_tool
     from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
     from turnlog.integrations.openai_agents import TurnlogSession
@@ -74,7 +84,7 @@ def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
             for a in amounts(parallel)
         ]
 
-    @function_tool
+    @function_tool(needs_approval=approval())
     def charge(amount: int) -> str:
         """Charge the card."""
         record(side, amount)
@@ -82,6 +92,7 @@ def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
 
     model = ScriptedModel([ModelStep.respond(respond) for _ in range(4)])
     agent = Agent(name="payer", model=model, tools=[charge])
+    paused = Path(store) / "run-state.json"
 
     async def main() -> None:
         if mode.startswith("plain"):
@@ -92,9 +103,20 @@ def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
             session = TurnlogSession(store, SESSION)
             hooks = session.hooks
         text = "charge the card" if mode.endswith("run") else "continue"
-        result = await Runner.run(agent, text, session=session, hooks=hooks)
+        if mode == "approve":
+            # The SDK's own approval flow: the paused run's state, approved.
+            state: Any = await RunState.from_string(agent, paused.read_text())
+            for pending in state.get_interruptions():
+                state.approve(pending)
+            result = await Runner.run(agent, state, session=session, hooks=hooks)
+        else:
+            result = await Runner.run(agent, text, session=session, hooks=hooks)
         if isinstance(session, TurnlogSession):
             await session.close()
+        if result.interruptions:
+            paused.write_text(result.to_state().to_string())
+            print(json.dumps({"paused": [i.raw_item.call_id for i in result.interruptions]}))
+            return
         first = seen[0]
         report(
             str(result.final_output),
@@ -162,10 +184,19 @@ def pydantic_ai(mode: str, store: str, side: str, parallel: bool) -> None:
         elif mode == "plain-resume":
             history = ModelMessagesTypeAdapter.validate_json(saved.read_bytes())
             result = await agent.run(None, message_history=history)
+        elif mode == "resume-own-history":
+            # Pydantic AI's own resume, on the history the app saved itself
+            # (before the tools' results): the run starts with those calls.
+            history = ModelMessagesTypeAdapter.validate_json(saved.read_bytes())
+            cap = TurnlogCapability(store, SESSION)
+            result = await agent.run(None, message_history=history, capabilities=[cap])
+            await cap.close()
         else:
             cap = TurnlogCapability(store, SESSION)
             text = "charge the card" if mode == "run" else "continue"
-            result = await agent.run(text, message_history=cap.messages(), capabilities=[cap])
+            result = await agent.run(
+                text, message_history=cap.messages(), capabilities=[cap, SaveHistory()]
+            )
             await cap.close()
         first = seen[0]
         parts = [p for m in first for p in m.parts]
@@ -198,12 +229,15 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
     from langgraph.graph import START, StateGraph
     from langgraph.graph.message import add_messages
     from langgraph.prebuilt import ToolNode, tools_condition
+    from langgraph.types import Command, interrupt
 
     from turnlog.integrations.langgraph import TurnlogToolWrapper
 
     @tool
     def charge(amount: int) -> str:
         """Charge the card."""
+        if approval() and not interrupt({"approve": amount}):
+            return "declined"
         record(side, amount)
         return f"charged {amount}"
 
@@ -263,11 +297,17 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
     if mode.endswith("run"):
         start: Any = {"messages": [HumanMessage("charge the card")]}
         out = app.invoke(start, config, durability="sync")
+    elif mode == "approve":
+        out = app.invoke(Command(resume=True), config, durability="sync")
     else:
         out = app.invoke(None, config, durability="sync")
     if wrapper is not None:
         wrapper.finish(out)
         wrapper.close()
+    if "__interrupt__" in out:
+        calls = [c["id"] for c in out["messages"][-1].tool_calls]
+        print(json.dumps({"paused": calls}))
+        return
     first = seen[0]
     report(
         str(out["messages"][-1].content),

@@ -2,9 +2,11 @@
 each a real process killed with SIGKILL at a chosen point (inside the first or
 the second charge, one call or parallel calls, and for LangGraph right after the
 checkpoint that holds the model's calls), then revived through the doc's own
-block or recovered with `turnlog recover`, on JSONL or SQLite. No charge ever
-runs twice, and every session ends finished with exports valid for all four
-providers. CAMPAIGN_ROUNDS sets the rounds per framework (default 8)."""
+block, or repaired from a shell (`turnlog recover` or `turnlog sweep`) and
+resumed by the program's documented resume or by the framework's own (LangGraph's
+`invoke(None)`, Pydantic AI on the history the app saved), on JSONL or SQLite.
+No charge ever runs twice, and every session ends finished with exports valid
+for all four providers. CAMPAIGN_ROUNDS sets the rounds per framework (default 8)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,13 @@ DOC_SESSIONS = {
     "pydantic-ai": "support-42",
     "langgraph": "thread-7",
     "adk": "support-42",
+}
+# Each framework's own way to carry on, without turnlog's repair in the program.
+OWN_RESUME = {
+    "openai-agents": "resume",
+    "pydantic-ai": "resume-own-history",
+    "langgraph": "resume-unrecovered",
+    "adk": "resume",
 }
 
 
@@ -66,14 +75,18 @@ def test_kill_campaign_never_runs_a_tool_twice(tmp_path: Path, framework: str) -
                 framework, "doc-revive", str(here / "app"), str(side), *flags, **store_env
             )
         else:
-            # The test program, recovered with the command line, then resumed.
+            # The test program, repaired from a shell, then resumed.
             target, session = str(here / "store"), "run-1"
             kill = {"KILL_AFTER_CHECKPOINT": "1"} if window else {"KILL_AT": str(kill_at)}
             died = run(framework, "run", target, str(side), *flags, **kill)
             assert died.returncode == -9, died.stderr
-            code, _, err = cli("recover", str(Path(target) / "run-1.jsonl"))
+            if chance.random() < 0.5:
+                code, _, err = cli("recover", str(Path(target) / "run-1.jsonl"))
+            else:
+                code, _, err = cli("sweep", "--store", target)
             assert code == 0, err
-            resumed = run(framework, "resume", target, str(side), *flags)
+            mode = OWN_RESUME[framework] if chance.random() < 0.5 else "resume"
+            resumed = run(framework, mode, target, str(side), *flags)
         kills += 1
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout.strip().splitlines()[-1])["final"]

@@ -36,14 +36,15 @@ def ran(side: Path) -> list[int]:
     return [int(line) for line in side.read_text().split()] if side.exists() else []
 
 
-@pytest.mark.parametrize("command", ["recover", "revive"])
+@pytest.mark.parametrize("command", ["recover", "revive", "sweep"])
 @pytest.mark.parametrize("parallel", [False, True], ids=["one call", "parallel calls"])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_killed_mid_tool_then_recovered_and_resumed(
     tmp_path: Path, framework: str, parallel: bool, command: str
 ) -> None:
-    """Killed inside the tool; `turnlog recover` (or `turnlog revive`) from a
-    shell; the same program resumed on the same session."""
+    """Killed inside the tool; `turnlog recover` (or `turnlog revive`, or a
+    `turnlog sweep` of the store) from a shell; the same program resumed on
+    the same session."""
     store, side = tmp_path / "store", tmp_path / "side"
     flags = ["--parallel"] if parallel else []
     killed_in = 2 if parallel else 1
@@ -70,6 +71,12 @@ def test_killed_mid_tool_then_recovered_and_resumed(
         assert code == 0 and [r["data"]["call_id"] for r in results] == list(owed)
         code, out, _ = cli("recover", session, "--json")
         assert json.loads(out)["appended"] == []  # a second recover appends nothing
+    elif command == "sweep":
+        code, out, err = cli("sweep", "--store", str(store), "--json")
+        swept = json.loads(out)["sessions"]
+        assert code == 0 and [(s["session_id"], s["action"]) for s in swept] == [
+            ("run-1", "recovered")
+        ], (out, err)
     else:
         code, out, err = cli("revive", session)
         assert code == 0, (out, err)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -241,16 +241,20 @@ def check_history(
     mode: HistoryCheck,
     *,
     what: str,
+    unseen: Collection[int] = (),
 ) -> None:
     """The history a framework hands over must be the log's transcript or
     extend it. Both sides are compared as (role, call ids) shapes, which is
     what a provider's pairing rules see; the log is never rewritten to match.
-    A mismatch raises in `strict`, warns in `warn`, is ignored in `off`."""
+    `unseen` are the seqs of log messages the framework never shows by design
+    (what turnlog records of a LangGraph interrupt). A mismatch raises in
+    `strict`, warns in `warn`, is ignored in `off`."""
     if mode == "off":
         return
     logged = [
         (message.role, tuple(call.id for call in message.tool_calls) or _call_id(message))
         for message in log.messages
+        if message.seq not in unseen
     ]
     given = [entry for entry in given if entry[0] != "system"]
     logged = [entry for entry in logged if entry[0] != "system"]
@@ -313,3 +317,8 @@ def end_turn(log: Log) -> bool:
             log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="ok"))
         log.append(ev.TurnEnd(reason="complete", turn=turn.turn, steps=turn.steps))
         return True
+
+
+# The refusal of a call the log has answered, importable beside the other
+# errors the handles raise; its module holds the rule.
+from turnlog.integrations.answered import AnsweredCallError as AnsweredCallError  # noqa: E402

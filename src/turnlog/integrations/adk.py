@@ -60,6 +60,7 @@ from turnlog.integrations import (
     shared_state,
     tool_idempotency,
 )
+from turnlog.integrations.answered import answer_before_dispatch
 from turnlog.log import Log
 from turnlog.recovery import unwind_result
 from turnlog.stores import Store, open_store
@@ -120,6 +121,9 @@ class TurnlogSessionService(BaseSessionService):
         self._lock = threading.Lock()
         # Set once the plugin has seen a run: it dispatches each call itself.
         self._plugged = False
+        # (session id, call id) of the calls handed their recorded answer
+        # instead of running: ADK reports that answer back as their result.
+        self._handed: set[tuple[str, str]] = set()
         self.plugin = TurnlogPlugin(self)
 
     # -- handles ------------------------------------------------------------------
@@ -368,13 +372,39 @@ class TurnlogSessionService(BaseSessionService):
             else:
                 log.append(raw)
 
-    def _dispatch(self, session_id: str, call_id: str, name: str, tool: Any) -> None:
+    def _dispatch(
+        self, session_id: str, call_id: str, name: str, tool: Any, *, confirmed: bool = False
+    ) -> dict[str, Any] | None:
+        """Dispatch a call before ADK runs it; or, for a call the log has
+        answered (by the tool, by recovery), hand ADK the recorded answer as
+        the call's response, and the tool does not run again.
+
+        `confirmed`: ADK runs a call again once a person confirmed it, after
+        its own "requires confirmation" stand-in answered it. The stand-in is
+        no answer, and settling pauses is not this guard's work: such a call
+        is dispatched as before."""
         log = self._log(session_id)
-        idempotency = tool_idempotency(name, self._idempotency, getattr(tool, "metadata", None))
-        # Durable before the tool body runs: recovery's "not started" rests on it.
-        log.append(ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency), sync=True)
+        with log.lock:
+            answer = None if confirmed else answer_before_dispatch(log, call_id)
+            if answer is None:
+                idempotency = tool_idempotency(
+                    name, self._idempotency, getattr(tool, "metadata", None)
+                )
+                # Durable before the tool body runs: recovery's "not started" rests on it.
+                dispatch = ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency)
+                log.append(dispatch, sync=True)
+                return None
+        with self._lock:
+            self._handed.add((session_id, call_id))
+        return {"error" if answer.is_error else "result": answer.text}
 
     def _result(self, session_id: str, call_id: str, name: str, text: str, error: bool) -> None:
+        with self._lock:
+            if (session_id, call_id) in self._handed:
+                # ADK reports the answer it was handed as the tool's result:
+                # the log holds that answer already.
+                self._handed.discard((session_id, call_id))
+                return
         self._log(session_id).append(
             ev.ToolResult(call_id=call_id, name=name, content=text, is_error=error)
         )
@@ -435,12 +465,18 @@ class TurnlogPlugin(BasePlugin):
 
     async def before_tool_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any
-    ) -> None:
+    ) -> dict[str, Any] | None:
         call_id = tool_context.function_call_id
-        if call_id is not None:
-            await asyncio.to_thread(
-                self._service._dispatch, tool_context.session.id, call_id, tool.name, tool
-            )
+        if call_id is None:
+            return None
+        return await asyncio.to_thread(
+            self._service._dispatch,
+            tool_context.session.id,
+            call_id,
+            tool.name,
+            tool,
+            confirmed=getattr(tool_context, "tool_confirmation", None) is not None,
+        )
 
     async def after_tool_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, result: Any

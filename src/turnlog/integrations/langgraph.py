@@ -10,7 +10,10 @@ After a crash the same wrapper opens in recovery-only mode (its tools refuse
 to run), and `tools.recover_thread(graph, config)` recovers the turnlog
 session and writes the calls' results (the real ones turnlog holds, and a
 synthetic one per owed call) into the thread as the tool node's output, so
-the next step is the model, not a re-run of the tools.
+the next step is the model, not a re-run of the tools. A session recovered
+elsewhere (`turnlog recover`, a sweep) resumes with LangGraph's own
+`invoke(None)`: the tool node re-runs the step, and each call the log has
+answered is handed its recorded answer instead of running again.
 
 Not a checkpoint saver: checkpoints are opaque blobs written per super-step
 by an API that moves; turnlog records the calls themselves.
@@ -41,6 +44,7 @@ from turnlog.integrations import (
     shared_state,
     tool_idempotency,
 )
+from turnlog.integrations.answered import RecordedAnswer, answer_before_dispatch
 from turnlog.log import Log
 from turnlog.recovery import unwind_result
 from turnlog.stores import Store
@@ -49,6 +53,12 @@ from turnlog.stores import Store
 # message is recorded once, found by its id, never by comparing its text
 # ("Done." twice is two answers).
 _IDS_EVENT = "x_langgraph_ids"
+# Marks the result written for a call a LangGraph interrupt paused: LangGraph
+# runs that call again from its start when the run resumes, so this result,
+# unlike every other, does not settle it. And marks the message that asks for
+# the call again when it does. The thread shows neither.
+_INTERRUPT_EVENT = "x_langgraph_interrupt"
+_RESUME_EVENT = "x_langgraph_resume"
 # Marks the revival notice put into a thread, so the history check and the
 # recording of new messages know it came from turnlog.
 _INJECTED = "turnlog_injected"
@@ -65,6 +75,21 @@ def _messages(state: Any) -> list[Any]:
 
 def _calls(message: Any) -> list[dict[str, Any]]:
     return list(getattr(message, "tool_calls", None) or [])
+
+
+def _asking(messages: Sequence[Any], call_id: str) -> tuple[int, Any]:
+    """The newest message that asks for `call_id`, and its index (the end and
+    None when the thread holds none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if any(call.get("id") == call_id for call in _calls(messages[index])):
+            return index, messages[index]
+    return len(messages), None
+
+
+def _interrupted(exc: BaseException) -> bool:
+    from langgraph.errors import GraphInterrupt
+
+    return isinstance(exc, GraphInterrupt)
 
 
 def _shape(messages: Sequence[Any]) -> list[tuple[str, tuple[str, ...]]]:
@@ -117,6 +142,8 @@ class TurnlogToolWrapper:
         recorded = shared_state(log, "langgraph", lambda: _Recorded.read(log))
         self._lock = recorded.lock
         self._ids = recorded.ids
+        self._paused = recorded.paused
+        self._unseen = recorded.unseen
 
     # -- life -------------------------------------------------------------------------
 
@@ -176,45 +203,127 @@ class TurnlogToolWrapper:
         self._note_ids(new)
 
     def _check(self, messages: Sequence[Any]) -> None:
-        check_history(self._live(), _shape(messages), self._history, what="the thread's history")
+        check_history(
+            self._live(),
+            _shape(messages),
+            self._history,
+            what="the thread's history",
+            unseen=self._unseen,
+        )
 
     def _record_request(self, state: Any, call_id: str) -> None:
         log = self._live()
         with self._lock, log.lock:
             found = log.verdict()
             turn = found.open_turn
-            if turn is not None and any(c.call_id == call_id for c in turn.calls):
-                return
+            if turn is not None and any(
+                c.call_id == call_id and c.requested and not c.answered for c in turn.calls
+            ):
+                return  # asked for in this step (a parallel call recorded it)
             messages = _messages(state)
-            index, asking = next(
-                (
-                    (i, m)
-                    for i, m in reversed(list(enumerate(messages)))
-                    if any(call.get("id") == call_id for call in _calls(m))
-                ),
-                (len(messages), None),
-            )
-            if turn is None:
+            index, asking = _asking(messages, call_id)
+            # The request the log holds, whose call an interrupt paused:
+            # LangGraph runs it again now.
+            again = self._same_request(asking) and self._paused_last(call_id)
+            if turn is None and not again:
                 self._check(messages[:index])
             # By id, so also a prompt of a run whose `finish` was not called.
             self._record_new_prompts(messages, index)
             begin_step(log)
+            asked = _calls(asking) or [{"id": call_id, "name": "tool"}]
+            if again:
+                # Asked for again are only the calls LangGraph runs again, not
+                # those of the step the log holds a final answer for.
+                asked = [c for c in asked if self._settled(str(c["id"])) is None]
             calls = [
-                ToolCall(
-                    id=str(call["id"]), name=str(call["name"]), arguments=call.get("args") or {}
-                )
-                for call in (_calls(asking) or [{"id": call_id, "name": "tool"}])
+                ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=c.get("args") or {})
+                for c in asked
             ]
+            if again:
+                asked_again = log.assistant("", calls)
+                marker = {"seq": asked_again.seq}
+                log.append(ev.Custom(type=_RESUME_EVENT, fields=marker))
+                self._unseen.add(asked_again.seq)
+                return
             content = _text(asking.content) if asking is not None else ""
             log.assistant([{"type": "text", "text": content}] if content else "", calls)
             if asking is not None:
                 self._note_ids([asking])
 
+    def _same_request(self, asking: Any) -> bool:
+        """Whether the thread's message asking for a call is the request the
+        log holds: recorded, by its id. A message the log does not hold is a
+        new request, even under a call id an earlier turn used; one without
+        an id cannot be told apart, and is taken as the request the log
+        holds, so that nothing runs twice."""
+        return asking is None or not getattr(asking, "id", None) or self._recorded(asking)
+
+    def _settled(self, call_id: str) -> RecordedAnswer | None:
+        """The log's final answer to `call_id`: any result the log holds for
+        its newest request, except the one a LangGraph interrupt paused it with."""
+        answer = answer_before_dispatch(self._live(), call_id)
+        return None if answer is None or answer.seq in self._paused else answer
+
+    def _paused_last(self, call_id: str) -> bool:
+        """The log's newest answer to `call_id` is the one an interrupt paused it with."""
+        answer = answer_before_dispatch(self._live(), call_id)
+        return answer is not None and answer.seq in self._paused
+
+    def _recorded_output(self, request: Any) -> Any:
+        """The tool node's output for a call the log has already answered, or
+        None to run it. LangGraph re-runs a whole tool step when it resumes
+        from a checkpoint (`invoke(None)` after a crash the shell recovered,
+        `Command(resume=...)` after an approval): a call the log answered, by
+        the tool or by recovery, is handed that answer, never run again."""
+        log = self._live()
+        refuse_interrupted(log, how="call `tools.recover_thread(graph, config)`")
+        call_id = str(request.tool_call["id"])
+        name = request.tool_call.get("name")
+        messages = _messages(request.state)
+        _, asking = _asking(messages, call_id)
+        if not self._same_request(asking):
+            return None
+        with self._lock, log.lock:
+            answer = self._settled(call_id)
+            notice = self._untold_notice(messages, asking, call_id) if answer else None
+        if answer is None:
+            return None
+        from langchain_core.messages import HumanMessage, ToolMessage
+
+        output = ToolMessage(
+            content=answer.text,
+            tool_call_id=call_id,
+            name=name,
+            status="error" if answer.is_error else "success",
+        )
+        if notice is None:
+            return output
+        from langgraph.types import Command
+
+        # The resume notice of `turnlog revive` (or a sweep that revived),
+        # after the step's last result, as `recover_thread(revive=True)`
+        # writes it: the model is told its process died.
+        told = HumanMessage(
+            content=ev.content_text(notice.content), additional_kwargs={_INJECTED: "revival"}
+        )
+        return Command(update={"messages": [output, told]})
+
+    def _untold_notice(self, messages: Sequence[Any], asking: Any, call_id: str) -> Any:
+        """The log's resume notice the thread has not seen, for the last call of
+        a step whose every call the log has answered; else None."""
+        calls = _calls(asking)
+        if not calls or str(calls[-1]["id"]) != call_id or _told(messages):
+            return None
+        if any(self._settled(str(c["id"])) is None for c in calls):
+            return None
+        log = self._live()
+        last = log.messages[-1] if log.messages else None
+        return last if last is not None and last.injected == "revival" else None
+
     # -- the wrapper ----------------------------------------------------------------
 
     def _before(self, request: Any) -> tuple[str, str]:
         log = self._live()
-        refuse_interrupted(log, how="call `tools.recover_thread(graph, config)`")
         call = request.tool_call
         call_id, name = str(call["id"]), str(call["name"])
         tool = getattr(request, "tool", None)
@@ -247,12 +356,28 @@ class TurnlogToolWrapper:
         )
 
     def _failed(self, call_id: str, name: str, exc: Exception) -> None:
+        log = self._live()
+        if _interrupted(exc):
+            # An interrupt is no answer: the tool stopped to wait for a resume
+            # and LangGraph runs it again from its start then. Until then the
+            # call reads as stopped mid-run (it may have done part of its
+            # work), and the marker lets the resumed run dispatch it again.
+            with self._lock, log.lock:
+                why = "a LangGraph interrupt; LangGraph runs it again when the run resumes"
+                result = unwind_result(call_id, name, dispatched=True, error=why)
+                written = log.append(result, origin=Origin.UNWIND.value)
+                marker = {"call_id": call_id, "seq": written.seq}
+                log.append(ev.Custom(type=_INTERRUPT_EVENT, fields=marker))
+                self._paused.add(written.seq)
+                self._unseen.add(written.seq)
+            return
         failure = f"{type(exc).__name__}: {exc}"
-        self._live().append(
-            ev.ToolResult(call_id=call_id, name=name, content=failure, is_error=True)
-        )
+        log.append(ev.ToolResult(call_id=call_id, name=name, content=failure, is_error=True))
 
     def __call__(self, request: Any, execute: Callable[[Any], Any]) -> Any:
+        recorded = self._recorded_output(request)
+        if recorded is not None:
+            return recorded
         call_id, name = self._before(request)
         try:
             result = execute(request)
@@ -265,6 +390,9 @@ class TurnlogToolWrapper:
     async def awrap(self, request: Any, execute: Callable[[Any], Awaitable[Any]]) -> Any:
         import asyncio
 
+        recorded = await asyncio.to_thread(self._recorded_output, request)
+        if recorded is not None:
+            return recorded
         call_id, name = await asyncio.to_thread(self._before, request)
         try:
             result = await execute(request)
@@ -418,6 +546,11 @@ class _Recorded:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.ids: set[str] = set()
+        # The results written for calls an interrupt paused, by seq; and
+        # those with the messages asking for the calls again: what of the log
+        # the thread never shows.
+        self.paused: set[int] = set()
+        self.unseen: set[int] = set()
 
     @classmethod
     def read(cls, log: Log) -> _Recorded:
@@ -426,6 +559,11 @@ class _Recorded:
             data = event.data
             if isinstance(data, ev.Custom) and data.type == _IDS_EVENT:
                 out.ids.update(str(i) for i in data.fields.get("ids", ()))
+            elif isinstance(data, ev.Custom) and data.type == _INTERRUPT_EVENT:
+                out.paused.add(int(data.fields["seq"]))
+                out.unseen.add(int(data.fields["seq"]))
+            elif isinstance(data, ev.Custom) and data.type == _RESUME_EVENT:
+                out.unseen.add(int(data.fields["seq"]))
         return out
 
 

@@ -39,6 +39,7 @@ from turnlog.integrations import (
     shared_state,
     tool_idempotency,
 )
+from turnlog.integrations.answered import owed_here, recorded_answer, refuse_answered
 from turnlog.log import Log
 from turnlog.providers import openai_responses
 from turnlog.stores import Store
@@ -255,6 +256,13 @@ _UNFINISHED_HOW = (
 )
 
 
+_ANSWERED_HOW = (
+    "the session's items hold the call with its recorded answer: run on the session with "
+    'new input (`Runner.run(agent, "continue", session=session)`) and the model decides '
+    "whether to ask for it again; a RunState saved before the answer would run it twice"
+)
+
+
 class _Hiding:
     """What the live handles on one session agree on (see `TurnlogSession`)."""
 
@@ -376,6 +384,7 @@ class TurnlogHooks(RunHooks[Any]):
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         call_id = getattr(context, "tool_call_id", None)
         if call_id is not None:
+            await self._refuse_answered(call_id)
             name = getattr(tool, "name", None)
             idempotency = tool_idempotency(
                 name, self._session._idempotency, getattr(tool, "metadata", None)
@@ -387,6 +396,18 @@ class TurnlogHooks(RunHooks[Any]):
             )
         for other in self._others:
             await other.on_tool_start(context, agent, tool)
+
+    async def _refuse_answered(self, call_id: str) -> None:
+        """The SDK runs the calls a `RunState` holds when it resumes from it,
+        also one the log has answered since (recovery after a crash, a sweep):
+        the SDK has no way to be handed an answer in its place, so the run is
+        refused before anything is written, and the tool does not run."""
+        log = self._log
+        if await log.call_light(owed_here, log.log, call_id):
+            return
+        answer = await log.call(recorded_answer, log.log, call_id)
+        if answer is not None:
+            refuse_answered(log.log, answer, how=_ANSWERED_HOW)
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
         call_id = getattr(context, "tool_call_id", None)

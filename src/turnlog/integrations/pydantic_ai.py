@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic_ai import messages as pm
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import SkipToolExecution, ToolFailed
 
 from turnlog import events as ev
 from turnlog.aio import AsyncLog
@@ -43,6 +44,7 @@ from turnlog.integrations import (
     release,
     tool_idempotency,
 )
+from turnlog.integrations.answered import owed_here, recorded_answer
 from turnlog.log import Log
 from turnlog.stores import Store
 
@@ -199,6 +201,16 @@ class TurnlogCapability(AbstractCapability[Any]):
         return response
 
     async def before_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
+        # Pydantic AI runs the calls a history ends with (a run resumed on a
+        # history saved before their results): one the log has answered, by
+        # the tool or by recovery, is handed that answer and not run again.
+        log = self.log
+        owed = await log.call_light(owed_here, log.log, call.tool_call_id)
+        answer = None if owed else await log.call(recorded_answer, log.log, call.tool_call_id)
+        if answer is not None:
+            if answer.is_error:
+                raise ToolFailed(answer.text)
+            raise SkipToolExecution(answer.text)
         idempotency = tool_idempotency(
             call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
         )
