@@ -19,6 +19,7 @@ from turnlog import events as ev
 from turnlog.fold import fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import JSONLStore, Store, child_session_id
+from turnlog.sweeper import sweep
 from turnlog.tree import revive_tree
 
 CHILD_AGENT = "worker-w1"
@@ -85,6 +86,11 @@ def test_the_printed_carry_on_works_in_a_new_process(
     code, out, err = cli("revive", "root", "--store", url, "--tree")
     assert code == 0, err
     assert "next:" in out and "pending wait" in out, out
+    # A sweeper that comes by before the carry-on leaves the waiting root alone.
+    before = len(store.read("root"))
+    swept = {s.session_id: s for s in sweep(store)}
+    assert swept["root"].action == "skipped" and "subagents" in swept["root"].reason
+    assert len(store.read("root")) == before
 
     done = subprocess.run(
         [sys.executable, "-c", CARRY_ON, url, child],

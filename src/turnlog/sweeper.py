@@ -142,6 +142,14 @@ def _sweep_locked(
             else:
                 reason = "already recovered by another sweeper"
             return Swept(session_id=session_id, action="skipped", reason=reason)
+        if not log.crashed:
+            # A tree revival left the turn open for its children's answers,
+            # which its carry-on writes: not a crash, nothing to repair.
+            return Swept(
+                session_id=session_id,
+                action="skipped",
+                reason="waiting on its subagents' answers (a tree revival left its turn open)",
+            )
         young = _too_young(found.last_ts, now, older_than_s)
         if young is not None:
             return Swept(session_id=session_id, action="skipped", reason=young)
