@@ -147,11 +147,13 @@ def test_a_plain_recover_first_leaves_every_report_owed_until_it_is_delivered(
     assert ran.returncode == SIGKILLED, (ran.returncode, ran.stdout, ran.stderr)
     Tally.kills += 1
     where = ["root", "--store", url if store != "jsonl" else f"jsonl:{url}"]
-    code, _, err = cli("recover", *where)
+    code, out, err = cli("recover", *where, "--json")
     assert code in (0, 1), err
     store_, _ = open_store(url)
     state = Fold(store_.iter_events("root")).state
     owed = [c.agent_id for c in state.background if c.delivered is None]
+    # Recovery says which reports it leaves owed, and drops none.
+    assert json.loads(out)["reports_owed"] == owed
     code, out, _ = cli("inspect", *where, "--json")
     found = json.loads(out)
     if owed:

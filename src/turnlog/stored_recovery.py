@@ -19,6 +19,10 @@ class Recovery(msgspec.Struct, frozen=True, kw_only=True):
 
     plan: Plan
     torn_tail: TornTail | None = None
+    # Background children whose report the session still owes: recovery
+    # neither runs nor drops them; the session's next turn delivers each
+    # report once, or reports the child lost.
+    reports_owed: tuple[str, ...] = ()
 
 
 def plan_stored(target: str | os.PathLike[str] | Store, session_id: str | None = None) -> Plan:
@@ -61,8 +65,9 @@ def recover(
     store, session_id = stored_session(target, session_id)
     with store.writer(session_id, force=force, check="tail") as writer:
         tail = writer.tail or store.read_tail(session_id)
-        repairs = plan_verdict(tail.verdict())
+        found = tail.verdict()
+        repairs = plan_verdict(found)
         if repairs.events:
             with recovery_exports(store, session_id):
                 writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
-        return Recovery(plan=repairs, torn_tail=writer.torn_tail)
+        return Recovery(plan=repairs, torn_tail=writer.torn_tail, reports_owed=found.reports_owed)

@@ -55,6 +55,7 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
                 "appended": [ev.to_builtins(e) for e in repairs.events],
                 "torn_tail": _to_builtins(torn),
                 "warnings": list(repairs.warnings),
+                "reports_owed": list(recovery.reports_owed),
             }
         )
         return
@@ -67,6 +68,12 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
         render_events(console, repairs.events, title="appended")
     else:
         console.print("nothing to recover: no open turn")
+    if recovery.reports_owed:
+        console.print(
+            f"reports still owed by background subagents: {', '.join(recovery.reports_owed)}; "
+            "the session's next turn (after `turnlog revive`) delivers each once or reports "
+            "the subagent lost"
+        )
 
 
 @click.command("revive")
