@@ -156,7 +156,7 @@ def run_writers_beside(
                 sweeping.start()
             for index in range(writers):
                 session_id = f"w{index % sessions}"
-                kill_after = rng.randrange(1, 40) if rng.random() < 0.5 else None
+                kill_after = rng.randrange(1, 24) if rng.random() < 0.5 else None
                 known = _run_writer(
                     url, session_id, seed * 1000 + index, kill_after, (store, second), tally
                 )
