@@ -197,3 +197,36 @@ def test_a_second_store_object_here_hides_and_deletes_nothing_another_process_wr
     second.close()
     del first, second
     assert len(SQLiteStore(db).read("run-1")) == 18
+
+
+def test_a_writer_through_a_symlink_is_seen_running_by_the_real_path(tmp_path: Path) -> None:
+    """The lock files sit beside the file SQLite opens: a sweeper that names the
+    database by its real path must not take a live writer's turn for a crash."""
+    real = tmp_path / "real.db"
+    link = tmp_path / "link.db"
+    SQLiteStore(real).init()
+    link.symlink_to(real)
+    with turnlog.open(f"sqlite:///{link}", "s1") as log:
+        log.user("pay")
+        log.append(ev.TurnStart(turn=1, revivals=0))
+        found = turnlog.inspect(f"sqlite:///{real}", "s1")
+        assert found.status == "running", found
+        assert SQLiteStore(real).lock_holder("s1") is not None
+
+
+def test_a_dotdot_after_a_symlinked_folder_proves_the_file_sqlite_opens(tmp_path: Path) -> None:
+    """`lnk/../x.db` is the `x.db` beside where the link points, as the kernel
+    and SQLite resolve it, not the one its text names: that is the file proved."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "deep").mkdir(parents=True)
+    SQLiteStore(tmp_path / "a" / "x.db").init()
+    other = tmp_path / "b" / "x.db"
+    connection = sqlite3.connect(other)
+    connection.execute("CREATE TABLE customers (id INTEGER)")
+    connection.commit()
+    connection.close()
+    before = other.read_bytes()
+    (tmp_path / "a" / "lnk").symlink_to(tmp_path / "b" / "deep")
+    with pytest.raises(turnlog.NotASessionError, match="another application"):
+        turnlog.open(f"sqlite:///{tmp_path}/a/lnk/../x.db", "s1")
+    assert other.read_bytes() == before

@@ -200,7 +200,6 @@ class SQLiteStore(SQLStore):
         if "\0" in self.path:
             raise UsageError(f"database path {self.path!r} holds a NUL byte")
         self.url = f"sqlite:///{self.path}"
-        self._locks_dir = self.path + ".locks"
         super().__init__()
         self._initialized = False
 
@@ -300,6 +299,13 @@ class SQLiteStore(SQLStore):
         return translate(exc, action, self.url)
 
     # -- locks ---------------------------------------------------------------------
+
+    @property
+    def _locks_dir(self) -> str:
+        # Beside the file SQLite opens, whatever path names it: a writer that
+        # came through a symbolic link and an inspector that came by the real
+        # path must meet on the same lock files.
+        return os.path.realpath(self.path) + ".locks"
 
     def _lock_file(self, session_id: str) -> int:
         os.makedirs(self._locks_dir, mode=0o700, exist_ok=True)

@@ -7,6 +7,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 import urllib.parse
 from typing import Final
 
@@ -14,6 +15,10 @@ from turnlog.errors import NotAStoreError, StoreIOError, TurnlogError
 
 # How long a connection waits for another connection's write transaction.
 BUSY_TIMEOUT_MS: Final = 10_000
+# How often, and how far apart, a probe reads again a database another
+# process is making (a read of its half-written first pages).
+PROBE_ATTEMPTS: Final = 20
+PROBE_RETRY_S: Final = 0.025
 # The tables that make a database a turnlog store.
 TABLES: Final = frozenset({"schema_version", "sessions", "events"})
 
@@ -71,27 +76,42 @@ def _table_names(path: str, url: str) -> set[str]:
     """The tables of the database at `path`, read through SQLite without a
     write: read-only, and immutable unless a write-ahead log is already there
     (a read-only open of a WAL database would otherwise leave `-shm` and
-    `-wal` files behind)."""
-    mode = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
-    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?{mode}"
-    try:
-        connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    `-wal` files behind).
+
+    An immutable read may meet a database another process is making (its
+    first pages half written): such a read is tried again, a few times,
+    before it is reported."""
+    # The file the kernel opens for the path (`lnk/..` goes through the link),
+    # not the one `abspath` would name by text.
+    real = os.path.realpath(path)
+    for attempt in range(PROBE_ATTEMPTS):
+        mode = "mode=ro" if os.path.exists(real + "-wal") else "immutable=1"
+        uri = f"file:{urllib.parse.quote(real)}?{mode}"
         try:
-            return {
-                str(row[0])
-                for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
-        finally:
-            connection.close()
-    except sqlite3.DatabaseError as exc:
-        if "not a database" in str(exc) or "encrypted" in str(exc):
-            raise NotAStoreError(
-                f"{url} is not an SQLite database",
-                hint="check the path in the store URL; turnlog leaves the file as it is",
-            ) from exc
-        raise translate(exc, "open", url) from exc
-    except sqlite3.Error as exc:
-        raise translate(exc, "open", url) from exc
+            connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+            try:
+                return {
+                    str(row[0])
+                    for row in connection.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    )
+                }
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError as exc:
+            text = str(exc)
+            if "not a database" in text or "encrypted" in text:
+                raise NotAStoreError(
+                    f"{url} is not an SQLite database",
+                    hint="check the path in the store URL; turnlog leaves the file as it is",
+                ) from exc
+            if "malformed" in text and attempt + 1 < PROBE_ATTEMPTS:
+                time.sleep(PROBE_RETRY_S)
+                continue
+            raise translate(exc, "open", url) from exc
+        except sqlite3.Error as exc:
+            raise translate(exc, "open", url) from exc
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def translate(exc: sqlite3.Error, action: str, where: str) -> TurnlogError:
