@@ -184,3 +184,35 @@ def test_inspect_of_a_missing_session_on_the_command_line_gives_its_status(tmp_p
         found = json.loads(out)
         assert (found["status"], found["revivable"]) == ("unreadable", False)
         assert "gone" in found["problems"][0]["message"]
+
+
+@pytest.mark.parametrize("cap", [float("nan"), -1, "3", True, 2.0])
+def test_a_revival_cap_that_is_not_a_whole_number_is_a_usage_error(
+    tmp_path: Path, cap: object
+) -> None:
+    path = tmp_path / "run-1.jsonl"
+    _answered_then_killed(path)
+    for call in (turnlog.revive, turnlog.inspect):
+        with pytest.raises(turnlog.UsageError, match="max_revivals"):
+            call(path, max_revivals=cap)  # type: ignore[operator]
+
+
+# Killed after a reply that says nothing: empty, or reasoning alone.
+_SAID_NOTHING = """
+import os, signal, sys, turnlog
+with turnlog.open(sys.argv[1]) as log:
+    log.user("What is 2 + 2?")
+    with log.turn(), log.step():
+        log.assistant([{"type": "thinking", "thinking": "hmm", "signature": "s"}] if sys.argv[2] == "r" else "")
+        log.sync()
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("reply", ["empty", "r"])
+def test_a_reply_that_says_nothing_is_not_a_finished_run(tmp_path: Path, reply: str) -> None:
+    path = tmp_path / "run-1.jsonl"
+    subprocess.run([sys.executable, "-c", _SAID_NOTHING, str(path), reply], check=False)
+    found = turnlog.inspect(path)
+    assert (found.status, found.revivable) == ("interrupted", True), found
+    assert turnlog.revive(path).revived

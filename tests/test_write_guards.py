@@ -415,3 +415,47 @@ def test_an_orphaned_result_for_a_call_the_transcript_asks_for_is_refused_from_a
                 running.result("paid")
     results = [e for e in store.read("s") if isinstance(e.data, ev.ToolResult)]
     assert [(e.data.content, e.data.orphaned) for e in results] == [("paid", False)]
+
+
+def test_reopened_the_writer_still_knows_the_user_has_not_spoken(tmp_path: Path) -> None:
+    """A reopened writer folds only the tail; whether the user spoke before it
+    is read from the head, so the assistant still may not open the transcript."""
+    path = tmp_path / "s.jsonl"
+    with turnlog.open(path) as log:
+        log.user("")
+        for _ in range(3):
+            with log.turn():
+                pass
+        log.user("  ")
+    assert turnlog.stores.JSONLStore(tmp_path).read_tail("s").events[0].seq > 1
+    with turnlog.open(path) as log:
+        with pytest.raises(turnlog.WriteOrderError, match="before any user message"):
+            log.assistant("Hello")
+        log.user("Pay invoice 7")
+    with turnlog.open(path) as log:  # now the head shows the user spoke
+        log.assistant("Paid.")
+
+
+def test_a_compaction_whose_summary_has_no_text_is_refused() -> None:
+    store = MemoryStore()
+    with turnlog.open(store, "s", create=True) as log:
+        log.user("pay")
+        log.assistant("paid")
+        for summary in ("", "  \n"):
+            with pytest.raises(turnlog.WriteOrderError, match="summary has no text"):
+                log.append(ev.Compaction(through_seq=2, summary=summary))
+        log.append(ev.Compaction(through_seq=2, summary="The user asked to pay; it was paid."))
+
+
+def test_a_turn_boundary_that_hides_an_owed_report_is_refused() -> None:
+    store = MemoryStore()
+    with turnlog.open(store, "s", create=True) as log:
+        log.user("start a researcher")
+        log.append(log.next_turn_start())
+        log.append(ev.SubagentSpawned(agent_id="bg", background=True))
+        log.assistant("started")
+        with pytest.raises(turnlog.WriteOrderError, match="owing the reports"):
+            log.append(ev.TurnEnd(turn=1, reason="complete"))
+        log.append(ev.TurnEnd(turn=1, reason="complete", reports_owed=["bg"]))
+        start = log.next_turn_start()
+        assert start.reports_owed == ["bg"]

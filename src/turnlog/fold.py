@@ -75,9 +75,10 @@ class Fold:
         self._warnings: list[str] = []
         self._snapshot: SessionState | None = None
         self._last_said: Message | None = None
-        # A user message (or a compaction's summary) with content has been
-        # seen: Anthropic and Gemini refuse a transcript the assistant opens.
-        self._user_spoke = False
+        # A user message (or a compaction's summary) with text has been seen:
+        # Anthropic and Gemini refuse a transcript the assistant opens. None
+        # while unknown: a fold of a tail that skipped the start of the log.
+        self._user_spoke: bool | None = False
         self._handlers: dict[type, Callable[[Event, Any], None]] = {
             ev.Session: self._on_session,
             ev.SystemMessage: self._on_system,
@@ -108,10 +109,10 @@ class Fold:
         self._next_seq = next_seq
         self._revivals = revivals
         self._snapshot = None
-        if next_seq > 1:
-            # The skipped part was written under the same rules: the user
-            # spoke there, or the assistant had not yet.
-            self._user_spoke = True
+        if next_seq > 1 and not self._user_spoke:
+            # Whether the user spoke in the skipped part is not known here;
+            # a writer learns it from the head of the log (`learn_user_spoke`).
+            self._user_spoke = None
 
     def extend(self, events: Iterable[Event]) -> None:
         """Fold each event in turn: the one home of the per-event steps
@@ -211,10 +212,17 @@ class Fold:
         return self._last_said
 
     @property
-    def user_spoke(self) -> bool:
-        """True once the transcript holds a user message with content (or a
-        compaction's summary): what an assistant message must follow."""
+    def user_spoke(self) -> bool | None:
+        """True once the transcript holds a user message with text (or a
+        compaction's summary): what an assistant message must follow. None
+        when a tail fold skipped the part of the log that would say."""
         return self._user_spoke
+
+    def learn_user_spoke(self, spoke: bool) -> None:
+        """Settle `user_spoke` for a tail fold, from a read of the log's head
+        (the writer does it when it opens an existing session)."""
+        if self._user_spoke is None:
+            self._user_spoke = spoke
 
     def reports_owed(self) -> list[str]:
         """The agent ids of background children whose report is not delivered

@@ -17,6 +17,7 @@ from turnlog.events import Event
 from turnlog.fold import Fold
 from turnlog.stores import open_store
 from turnlog.stores.base import Store, StoreWriter
+from turnlog.text import says_something
 
 
 class Opened(NamedTuple):
@@ -76,6 +77,21 @@ def open_session(
     return _open_existing(store, session_id)
 
 
+def _user_spoke_before(store: Store, session_id: str, end_seq: int) -> bool:
+    """Whether a user message (or a compaction's summary) with text lies
+    before `end_seq`: read forward from the header, stopping at the first,
+    which a real session has within its first events."""
+    for event in store.iter_events(session_id):
+        if event.seq >= end_seq:
+            return False
+        data = event.data
+        if isinstance(data, ev.UserMessage) and says_something(data.content):
+            return True
+        if isinstance(data, ev.Compaction) and says_something(data.summary):
+            return True
+    return False
+
+
 def _open_existing(store: Store, session_id: str) -> Opened:
     writer = store.writer(session_id, check="tail")
     try:
@@ -94,6 +110,11 @@ def _open_existing(store: Store, session_id: str) -> Opened:
                 hint="its header was written for another session (copied or edited by "
                 "hand); give it back the id its header names, or remove it from the store",
             )
+        if fold.user_spoke is None:
+            # The tail skipped the log's start: whether the user has spoken
+            # (what an assistant message must follow) is read from the head.
+            first = tail.events[0].seq if tail.events else 0
+            fold.learn_user_spoke(_user_spoke_before(store, session_id, first))
         return Opened(store, writer, fold, whole=False)
     except BaseException:
         writer.close()

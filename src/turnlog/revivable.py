@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+from turnlog.errors import UsageError
 from turnlog.fold import Fold, Message, OpenTurn
 from turnlog.verdict import Verdict, decide
 
@@ -11,6 +12,18 @@ DEFAULT_MAX_REVIVALS: Final = 3
 
 #: Why a session may not be revived (`refusal`).
 Refusal = Literal["empty", "finished", "revival_disabled", "revival_cap"]
+
+
+def check_max_revivals(value: object) -> int:
+    """The revival cap, checked once for every entry point: a whole number
+    >= 0. A float NaN compares false with every count and would turn the cap
+    off; a string would fail deep inside with a bare `TypeError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(
+            f"max_revivals must be a whole number >= 0, not {value!r}",
+            hint="pass the most revivals a session may have, such as 3; 0 turns revival off",
+        )
+    return value
 
 
 def already_told(last: Message | None, turn: OpenTurn | None) -> bool:

@@ -26,7 +26,13 @@ from turnlog.log import Log
 from turnlog.log import open as open_log
 from turnlog.notices import NoticeStyle, framed
 from turnlog.recovery import Plan
-from turnlog.revivable import DEFAULT_MAX_REVIVALS, Refusal, already_told, refusal
+from turnlog.revivable import (
+    DEFAULT_MAX_REVIVALS,
+    Refusal,
+    already_told,
+    check_max_revivals,
+    refusal,
+)
 from turnlog.stores import Store
 from turnlog.verdict import Wait
 
@@ -149,8 +155,7 @@ def _not_opened(exc: TurnlogError, session_id: str | None) -> Revival:
 def _revive(
     log: Log, *, max_revivals: int, pending: Collection[str], style: NoticeStyle | None
 ) -> Revival:
-    if max_revivals < 0:
-        raise UsageError(f"max_revivals must be >= 0, not {max_revivals}")
+    check_max_revivals(max_revivals)
     found = log.verdict()
     header = found.session
     agent = header.agent if header is not None else None

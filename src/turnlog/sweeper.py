@@ -11,7 +11,7 @@ import msgspec
 
 from turnlog.errors import SessionLockedError, TurnlogError, UsageError
 from turnlog.log import open as open_log
-from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told
+from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, check_max_revivals
 from turnlog.revival import revive as revive_log
 from turnlog.stores.base import Store, parent_session_id
 from turnlog.triage import inspect
@@ -64,7 +64,7 @@ def sweep(
             f"older_than_s must be a finite number of seconds >= 0, not {older_than_s!r}",
             hint="pass the age below which a session is left alone, such as 60",
         )
-    cap = DEFAULT_MAX_REVIVALS if max_revivals is None else max_revivals
+    cap = DEFAULT_MAX_REVIVALS if max_revivals is None else check_max_revivals(max_revivals)
     now = dt.datetime.now(dt.UTC)
     candidates: Iterable[str] = store.sweep_candidates()
     if progress is not None:

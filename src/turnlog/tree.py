@@ -17,7 +17,13 @@ from turnlog.errors import (
 from turnlog.events import Content, Origin
 from turnlog.log import Log
 from turnlog.log import open as open_log
-from turnlog.revivable import DEFAULT_MAX_REVIVALS, Refusal, already_told, refusal
+from turnlog.revivable import (
+    DEFAULT_MAX_REVIVALS,
+    Refusal,
+    already_told,
+    check_max_revivals,
+    refusal,
+)
 from turnlog.revival import Revival, RevivalReason, revive
 from turnlog.stores import Store, child_session_id, open_store
 from turnlog.verdict import Verdict, Wait
@@ -234,8 +240,7 @@ def revive_tree(
     with any live writer is refused whole. Close the tree (or use it as a
     context manager) to release the handles of the revived nodes.
     """
-    if max_revivals < 0:
-        raise UsageError(f"max_revivals must be >= 0, not {max_revivals}")
+    check_max_revivals(max_revivals)
     store, root = open_store(target, session_id)
     if root is None:
         raise UsageError("revive_tree needs a session id or a .jsonl path")

@@ -16,7 +16,13 @@ from turnlog.errors import (
     UnreadableRecordError,
     UsageError,
 )
-from turnlog.revivable import DEFAULT_MAX_REVIVALS, Refusal, already_told, refusal
+from turnlog.revivable import (
+    DEFAULT_MAX_REVIVALS,
+    Refusal,
+    already_told,
+    check_max_revivals,
+    refusal,
+)
 from turnlog.stores import Holder, Store, open_store
 from turnlog.verdict import OwedCall, Verdict, decide
 
@@ -117,8 +123,7 @@ def inspect(
 ) -> Inspection:
     """Read a session's tail and say what state it is in. Never writes, never raises
     for what it finds (a missing, empty, damaged or foreign file is a status)."""
-    if max_revivals < 0:
-        raise UsageError(f"max_revivals must be >= 0, not {max_revivals}")
+    check_max_revivals(max_revivals)
     where: str | None = None
     try:
         store, session_id = open_store(target, session_id)

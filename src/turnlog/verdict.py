@@ -17,6 +17,7 @@ from turnlog import events as ev
 from turnlog.errors import refuse_a_path
 from turnlog.events import Content, Event, Risk
 from turnlog.fold import CallSighting, Fold, OpenTurn
+from turnlog.text import says_something
 
 
 class OwedCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,11 +158,13 @@ def decide(fold: Fold) -> Verdict:
     owed = owed_calls(turn)
     waits = waits_of(turn)
     reports_owed = tuple(fold.reports_owed())
+    # An answer says something: a reply with no text (empty, or reasoning
+    # alone) is a response cut short, not a run that finished.
     answered = (
         last is not None
         and last.role == "assistant"
         and not last.tool_calls
-        and not only_reasoning(last.content)
+        and says_something(last.content)
     )
     # A run whose last word is the assistant's answer, asking for nothing,
     # finished: also when it died before its `turn_end`, if that answer came

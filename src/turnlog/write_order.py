@@ -16,6 +16,7 @@ from turnlog import events as ev
 from turnlog.errors import UsageError, WriteOrderError
 from turnlog.events import IDEMPOTENCY_VALUES, EventData, Origin, TurnEndReason, check_idempotency
 from turnlog.fold import Fold
+from turnlog.text import says_something
 
 # Origins of turnlog's own repairs: recovery closes what a crash left open.
 _REPAIR_ORIGINS: Final = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
@@ -107,6 +108,21 @@ def _turn_start(fold: Fold, data: ev.TurnStart, origin: str | None) -> WriteOrde
             f"turn_start stamped with {data.revivals} revivals; the log holds {fold.revivals}",
             hint="use `log.next_turn_start()`, or leave `revivals` out",
         )
+    return _reports_stamp(fold, data.reports_owed, "turn_start")
+
+
+def _reports_stamp(fold: Fold, stamped: list[str] | None, what: str) -> WriteOrderError | None:
+    # A tail reader trusts the stamp for the reports still owed: a boundary
+    # that leaves it out while reports are owed would make a session that
+    # owes one read finished.
+    owed = fold.reports_owed()
+    if set(stamped or ()) != set(owed):
+        return WriteOrderError(
+            f"{what} stamped as owing the reports of {sorted(stamped or ())}; the log owes "
+            f"{sorted(owed)}",
+            hint="end turns with `with log.turn():` (or start them with "
+            "`log.next_turn_start()`), which stamp what is owed",
+        )
     return None
 
 
@@ -137,7 +153,7 @@ def _turn_end(fold: Fold, data: ev.TurnEnd, origin: str | None) -> WriteOrderErr
             hint="record a result for every call the turn requested before ending it "
             "(`with log.turn():` does this when the block raises)",
         )
-    return None
+    return _reports_stamp(fold, data.reports_owed, "turn_end")
 
 
 def _step_start(fold: Fold, data: ev.StepStart, origin: str | None) -> WriteOrderError | None:
@@ -164,7 +180,7 @@ def _step_end(fold: Fold, data: ev.StepEnd, origin: str | None) -> WriteOrderErr
 
 
 def _assistant(fold: Fold, data: ev.AssistantMessage, origin: str | None) -> WriteOrderError | None:
-    if not fold.user_spoke:
+    if fold.user_spoke is False:
         # Anthropic and Gemini refuse a conversation the assistant opens, and
         # an empty user message is dropped from every export.
         return WriteOrderError(
@@ -200,6 +216,15 @@ def _assistant(fold: Fold, data: ev.AssistantMessage, origin: str | None) -> Wri
 
 
 def _compaction(fold: Fold, data: ev.Compaction, origin: str | None) -> WriteOrderError | None:
+    if not says_something(data.summary):
+        # The summary stands in for what it replaces, as a user message: with
+        # no text it is dropped from every export, and the transcript could
+        # open with the assistant.
+        return WriteOrderError(
+            "a compaction whose summary has no text",
+            hint="summarize what the compaction replaces; an empty summary leaves nothing "
+            "in its place",
+        )
     if data.through_seq >= fold.next_seq:
         return WriteOrderError(
             f"compaction through seq {data.through_seq}, which is not written yet "
