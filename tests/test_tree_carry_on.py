@@ -117,7 +117,9 @@ def test_the_printed_carry_on_works_in_a_new_process(
     assert json.loads(out)["status"] == "finished"
 
 
-def _waiting_child(store: Store, child: str, spawned_by: ev.SpawnedBy, waits_on: str) -> None:
+def _waiting_child(
+    store: Store, child: str, spawned_by: ev.SpawnedBy | None, waits_on: str
+) -> None:
     """A crashed child that itself waits on the session `waits_on`."""
     events = number(
         [
@@ -149,7 +151,7 @@ def _root_waiting_on(store: Store, child: str) -> None:
     )
 
 
-@pytest.mark.parametrize("shape", ["cycle", "other_parent"])
+@pytest.mark.parametrize("shape", ["cycle", "other_parent", "no_spawner", "other_agent"])
 def test_a_spawn_cycle_or_a_child_of_another_parent_is_refused_cleanly(
     tmp_path: Path, shape: str
 ) -> None:
@@ -161,13 +163,42 @@ def test_a_spawn_cycle_or_a_child_of_another_parent_is_refused_cleanly(
         _waiting_child(store, child, by, waits_on="root")
     else:
         crashed_tree(JSONLStore(tmp_path / "elsewhere"))
-        by = ev.SpawnedBy(session_id="another-root", call_id="w9", agent_id=CHILD_AGENT)
-        _waiting_child(store, child, by, waits_on=child_session_id(child, "loop"))
+        spawners = {
+            "other_parent": ev.SpawnedBy(session_id="another-root", call_id="w9"),
+            "no_spawner": None,
+            "other_agent": ev.SpawnedBy(session_id="root", call_id="w1", agent_id="intruder"),
+        }
+        _waiting_child(store, child, spawners[shape], waits_on=child_session_id(child, "loop"))
     before = {p: p.read_bytes() for p in tmp_path.rglob("*.jsonl")}
     code, out, err = cli("revive", "root", "--store", str(tmp_path), "--tree")
     assert code == 3, (code, out, err)
-    assert ("spawn cycle" if shape == "cycle" else "spawned by session") in err, err
+    expected = {
+        "cycle": "spawn cycle",
+        "other_parent": "spawned by session",
+        "no_spawner": "names no session that spawned it",
+        "other_agent": "agent 'intruder'",
+    }
+    assert expected[shape] in err, err
     # Refused whole: not a byte written anywhere in the tree.
     assert {p: p.read_bytes() for p in tmp_path.rglob("*.jsonl")} == before
     with pytest.raises(turnlog.FormatError):
         revive_tree(store, "root")
+
+
+def test_a_tree_whose_carry_on_died_is_swept_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once no awaited child runs or has written for the grace period, the
+    carry-on is taken for dead: the waiting root is recovered like any crash,
+    not left open forever."""
+    from turnlog import sweeper
+
+    store = JSONLStore(tmp_path)
+    crashed_tree(store)
+    code, _, err = cli("revive", "root", "--store", str(tmp_path), "--tree")
+    assert code == 0, err
+    assert {s.session_id: s.action for s in sweep(store)}.get("root") == "skipped"
+    monkeypatch.setattr(sweeper, "CARRY_ON_GRACE_S", -1.0)
+    swept = {s.session_id: s for s in sweep(store)}
+    assert swept["root"].action == "recovered", swept
+    assert turnlog.inspect(store, "root").open_turn is None

@@ -14,7 +14,9 @@ from turnlog.log import open as open_log
 from turnlog.revivable import DEFAULT_MAX_REVIVALS, already_told, check_max_revivals
 from turnlog.revival import revive as revive_log
 from turnlog.stores.base import Store, parent_session_id
+from turnlog.tree import wait_child
 from turnlog.triage import inspect
+from turnlog.verdict import Verdict
 
 #: What a sweeper did with a session (`Swept.action`).
 SweepAction = Literal["recovered", "revived", "skipped", "failed"]
@@ -118,6 +120,28 @@ def _too_young(last_ts: str | None, now: dt.datetime, older_than_s: float) -> st
     return None
 
 
+# How long after an awaited child last wrote a sweeper still leaves its
+# parent to the tree's carry-on (which writes the child's answer to the
+# parent once the child's loop is done). Past it, with no child running, the
+# carry-on is taken for dead and the parent for crashed.
+CARRY_ON_GRACE_S = 60.0
+
+
+def _carry_on_alive(store: Store, session_id: str, found: Verdict, now: dt.datetime) -> bool:
+    for wait in found.waits:
+        child = wait_child(session_id, wait)
+        if store.lock_holder(child) is not None:
+            return True
+        try:
+            tail = store.read_tail(child) if store.exists(child) else None
+        except TurnlogError:
+            continue  # a child that cannot be read is no carry-on at work
+        age = _age_s(tail.events[-1].ts if tail is not None and tail.events else None, now)
+        if age is not None and age < CARRY_ON_GRACE_S:
+            return True
+    return False
+
+
 def _sweep_locked(
     store: Store,
     session_id: str,
@@ -142,9 +166,9 @@ def _sweep_locked(
             else:
                 reason = "already recovered by another sweeper"
             return Swept(session_id=session_id, action="skipped", reason=reason)
-        if not log.crashed:
+        if not log.crashed and _carry_on_alive(store, session_id, found, now):
             # A tree revival left the turn open for its children's answers,
-            # which its carry-on writes: not a crash, nothing to repair.
+            # which its carry-on is writing: not a crash, nothing to repair.
             return Swept(
                 session_id=session_id,
                 action="skipped",

@@ -319,16 +319,28 @@ def _refuse_foreign_child(node: TreeNode, wait: Wait, child: TreeNode, top: Tree
             hint="the subagent records were edited by hand or copied; recover the sessions "
             "one by one with `turnlog recover`, which answers each wait as outcome unknown",
         )
-    header = child.log.header if child.log is not None else None
-    spawned_by = header.spawned_by if header is not None else None
-    if spawned_by is not None and (
-        spawned_by.session_id != node.session_id
+    if child.log is None:
+        return  # no complete header: its wait is left to recovery
+    header = child.log.header
+    spawned_by = header.spawned_by
+    said = (
+        "names no session that spawned it"
+        if spawned_by is None
+        else f"says it was spawned by session {spawned_by.session_id!r} "
+        f"(call {spawned_by.call_id!r}, agent {spawned_by.agent_id!r})"
+    )
+    # Only a header that names this parent, this call and this agent proves
+    # the child's answer is this wait's: every turnlog spawn writes all three.
+    if (
+        spawned_by is None
+        or spawned_by.session_id != node.session_id
         or (spawned_by.call_id is not None and spawned_by.call_id != wait.call_id)
+        or (spawned_by.agent_id is not None and spawned_by.agent_id != wait.agent_id)
+        or (header.parent is not None and header.parent.session_id != node.session_id)
     ):
         raise FormatError(
-            f"session {node.session_id!r} waits (call {wait.call_id!r}) on "
-            f"{child.session_id!r}, whose header says it was spawned by session "
-            f"{spawned_by.session_id!r} (call {spawned_by.call_id!r})",
+            f"session {node.session_id!r} waits (call {wait.call_id!r}, agent "
+            f"{wait.agent_id!r}) on {child.session_id!r}, whose header {said}",
             hint="its answer is not this wait's; recover the parent with `turnlog recover`, "
             "which answers the wait as outcome unknown",
         )
