@@ -69,10 +69,10 @@ def test_an_unwinding_turn_stamps_its_events_with_the_time(tmp_path: Path) -> No
 
 
 def test_a_renamed_call_id_never_takes_an_id_the_log_uses() -> None:
-    # c1 asked twice (the second becomes c1~2 for the provider), then a call
-    # whose own id is "c1~2": every id in the request stays unique.
+    # c1 asked twice (the second becomes c1__2 for the provider), then a call
+    # whose own id is "c1__2": every id in the request stays unique.
     messages = []
-    for seq, call_id in enumerate(["c1", "c1", "c1~2"], start=1):
+    for seq, call_id in enumerate(["c1", "c1", "c1__2"], start=1):
         messages.append(
             Message(
                 role="assistant",
@@ -85,7 +85,7 @@ def test_a_renamed_call_id_never_takes_an_id_the_log_uses() -> None:
     transcript = [Message(role="user", content="go", seq=0), *messages]
     renamed = unique_call_ids(transcript)
     ids = [c.id for m in renamed for c in m.tool_calls]
-    assert len(set(ids)) == 3 and ids[2] == "c1~2"
+    assert len(set(ids)) == 3 and ids[2] == "c1__2"
     answers = [m.call_id for m in renamed if m.role == "tool"]
     assert answers == ids
     assert_exports_valid([*transcript, Message(role="assistant", content="done", seq=99)])

@@ -128,3 +128,24 @@ def test_unknown_provider_is_a_usage_error() -> None:
     with pytest.raises(turnlog.UsageError) as info:
         providers.render("bard", ())
     assert "anthropic" in info.value.hint
+
+
+def test_a_reused_call_id_is_renamed_to_one_anthropic_accepts() -> None:
+    """Anthropic refuses a tool_use id with characters other than letters,
+    digits, `_` and `-`: the rename of a reused id keeps to them."""
+    import re
+
+    from turnlog import events as ev
+    from turnlog.providers.common import original_id, unique_call_ids
+    from turnlog.state import Message
+
+    asked = [
+        Message(
+            role="assistant", content="", seq=s, tool_calls=(ev.ToolCall(id="call_0", name="t"),)
+        )
+        for s in (1, 3)
+    ]
+    ids = [m.tool_calls[0].id for m in unique_call_ids(asked)]
+    assert ids == ["call_0", "call_0__2"]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in ids)
+    assert [original_id(i) for i in ids] == ["call_0", "call_0"]

@@ -39,15 +39,17 @@ def check_recovery(before: _Found, after: _Found, owed: Collection[str], what: s
     is still in breach of a pairing rule, and it added no violation of any
     kind. What the log's own content breaks (say, a conversation that opens
     with the assistant, which some providers refuse) is the log's."""
-    # Renderers make reused ids unique as `<id>~2`: the call is the same.
+    from turnlog.providers.common import original_id
+
+    # Renderers make reused ids unique as `<id>__2`: the call is the same.
     unanswered = {
-        found for found in after if found[2] is not None and found[2].split("~")[0] in owed
+        found for found in after if found[2] is not None and original_id(found[2]) in owed
     }
 
     # A call already in breach may be worded another way once the calls
     # around it are answered: it is the same breach.
     def key(found: tuple[str, str, str | None]) -> tuple[str, str]:
-        return (found[0], found[2].split("~")[0] if found[2] is not None else found[1])
+        return (found[0], original_id(found[2]) if found[2] is not None else found[1])
 
     known = {key(found) for found in before}
     added = {found for found in after if key(found) not in known}

@@ -52,13 +52,26 @@ def arguments_json(arguments: Any) -> str:
     return msgspec.json.encode(arguments if arguments is not None else {}).decode()
 
 
+def reused_id(call_id: str, use: int) -> str:
+    """The id a provider request gives the `use`-th request of a reused call id."""
+    return f"{call_id}__{use}"
+
+
+def original_id(call_id: str) -> str:
+    """The id a request's call had in the log, from the one `reused_id` gave it."""
+    head, sep, tail = call_id.rpartition("__")
+    return head if sep and tail.isdigit() else call_id
+
+
 def unique_call_ids(messages: Sequence[Message]) -> list[Message]:
     """The transcript with every tool call id unique, as every provider wants.
 
     Call ids may repeat across turns in a log (some models number their calls
     afresh each turn); a provider rejects the repeat. The first use of an id is
-    kept as it is; a later request reusing it becomes `<id>~2`, `<id>~3`, …,
-    and so do the results that answer that request (those after it).
+    kept as it is; a later request reusing it becomes `<id>__2`, `<id>__3`, …,
+    and so do the results that answer that request (those after it). Letters,
+    digits, `_` and `-` only: Anthropic refuses a `tool_use` id with any other
+    character.
     """
     seen: dict[str, int] = {}
     current: dict[str, str] = {}
@@ -73,10 +86,10 @@ def unique_call_ids(messages: Sequence[Message]) -> list[Message]:
                 seen[call.id] = uses
                 renamed = call.id
                 if uses > 1:
-                    renamed = f"{call.id}~{uses}"
+                    renamed = reused_id(call.id, uses)
                     while renamed in taken:
                         uses += 1
-                        renamed = f"{call.id}~{uses}"
+                        renamed = reused_id(call.id, uses)
                     seen[call.id] = uses
                     taken.add(renamed)
                 current[call.id] = renamed
