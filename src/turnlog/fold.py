@@ -341,6 +341,10 @@ class Fold:
             self._user_spoke = True
 
     def _on_assistant(self, event: Event, data: ev.AssistantMessage) -> None:
+        if self._user_spoke is None:
+            # The writer that accepted this message checked the order: what
+            # a tail skipped no longer matters for the next one.
+            self._user_spoke = True
         calls = data.tool_calls
         self._asking = frozenset([call.id for call in calls]) if calls else _NONE_ASKED
         message = Message(
