@@ -397,6 +397,276 @@ def adk(mode: str, store: str, side: str, parallel: bool) -> None:
     asyncio.run(main())
 
 
+# -- calls the framework runs itself -----------------------------------------------------
+#
+# Each reply asks for `charge` (amount 1, a tool with a hook of its own) and,
+# in the same reply, a call whose code the framework runs itself, which
+# records amount 2: Pydantic AI's output function, the Agents SDK's handoff
+# callback and its apply_patch editor, ADK's task-mode sub-agent (whose
+# before-agent callback records 3, and whose own tool records 2). KILL_AT
+# kills the process inside one of them, as `record` does for `charge`.
+#
+#     python framework_program.py FRAMEWORK framework-MODE STORE SIDE
+#
+# pydantic-ai: output-run (END_STRATEGY picks the end strategy; with
+# CHARGE_AFTER_OUTPUT=1 `charge` waits until the output function has run),
+# output-resume-own-history. openai-agents: handoff, apply-patch. adk:
+# task-delegation. Each prints one JSON object, as `report` does.
+
+
+def wait_for(side: str, amount: int) -> None:
+    """Until `side` shows `amount` recorded (another call of the step ran)."""
+    import time
+
+    for _ in range(400):
+        if os.path.exists(side) and str(amount) in Path(side).read_text().split():
+            return
+        time.sleep(0.025)
+
+
+def framework_run_pydantic_ai(mode: str, store: str, side: str) -> None:
+    from pydantic_ai import Agent, ToolOutput
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import (
+        ModelMessagesTypeAdapter,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import FunctionModel
+
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    seen: list[list[Any]] = []
+
+    def respond(messages: list[Any], info: Any) -> ModelResponse:
+        seen.append(messages)
+        answered = (ToolReturnPart, RetryPromptPart)
+        if any(isinstance(p, answered) for m in messages for p in m.parts):
+            return ModelResponse(parts=[TextPart(FINAL)])
+        output = info.output_tools[0].name
+        return ModelResponse(
+            parts=[
+                ToolCallPart("charge", {"amount": 1}, tool_call_id="call_1_1"),
+                ToolCallPart(output, {"order": "o1"}, tool_call_id="call_1_2"),
+            ]
+        )
+
+    def place_order(order: str) -> str:
+        """The output function: it charges too."""
+        record(side, 2)
+        return FINAL
+
+    strategy: Any = os.environ.get("END_STRATEGY", "graceful")
+    agent = Agent(
+        FunctionModel(respond), output_type=[ToolOutput(place_order), str], end_strategy=strategy
+    )
+
+    @agent.tool_plain
+    def charge(amount: int) -> str:
+        if os.environ.get("CHARGE_AFTER_OUTPUT"):
+            wait_for(side, 2)
+        record(side, amount)
+        return f"charged {amount}"
+
+    saved = Path(store) / "history.json"
+
+    class SaveHistory(AbstractCapability[Any]):
+        """What an app keeping its own history does: save it after each reply."""
+
+        async def after_model_request(
+            self, ctx: Any, *, request_context: Any, response: Any
+        ) -> Any:
+            saved.write_bytes(ModelMessagesTypeAdapter.dump_json([*ctx.messages, response]))
+            return response
+
+    async def main() -> None:
+        Path(store).mkdir(parents=True, exist_ok=True)
+        async with TurnlogCapability(store, SESSION) as cap:
+            if mode == "output-resume-own-history":
+                history = ModelMessagesTypeAdapter.validate_json(saved.read_bytes())
+                result = await agent.run(None, message_history=history, capabilities=[cap])
+            else:
+                result = await agent.run(
+                    "charge and order",
+                    message_history=cap.messages(),
+                    capabilities=[cap, SaveHistory()],
+                )
+        parts = [p for m in (seen[0] if seen else []) for p in m.parts]
+        report(
+            str(result.output),
+            [p.tool_call_id for p in parts if isinstance(p, ToolCallPart)],
+            [p.tool_call_id for p in parts if isinstance(p, ToolReturnPart)],
+        )
+
+    asyncio.run(main())
+
+
+def framework_run_openai_agents(mode: str, store: str, side: str) -> None:
+    from agents import Agent, ApplyPatchTool, Runner, function_tool, handoff
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    from turnlog.integrations.openai_agents import TurnlogSession
+
+    @function_tool
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        record(side, amount)
+        return f"charged {amount}"
+
+    class Ledger:
+        """An apply_patch editor whose writes are charges."""
+
+        def create_file(self, operation: Any) -> str:
+            record(side, 2)
+            return "created"
+
+        def update_file(self, operation: Any) -> str:
+            return "updated"
+
+        def delete_file(self, operation: Any) -> str:
+            return "deleted"
+
+    def answered(call: Any) -> bool:
+        items = [i if isinstance(i, dict) else i.model_dump() for i in call.input]
+        return any(str(i.get("type", "")).endswith("_output") for i in items)
+
+    if mode == "handoff":
+        done = ModelStep.respond(lambda call: [assistant_message(FINAL)])
+        shipper = Agent(name="shipper", model=ScriptedModel([done]))
+        second: Any = function_call("transfer_to_shipper", {}, call_id="call_1_2")
+        tools: list[Any] = [charge]
+
+        def notify(context: Any) -> None:
+            record(side, 2)
+
+        handoffs: list[Any] = [handoff(shipper, on_handoff=notify)]
+    else:
+        patch = {"type": "create_file", "path": "receipt.txt", "diff": "+paid\n"}
+        second = function_call("apply_patch", patch, call_id="call_1_2")
+        tools = [charge, ApplyPatchTool(editor=Ledger())]
+        handoffs = []
+
+    def respond(call: Any) -> Any:
+        if answered(call):
+            return [assistant_message(FINAL)]
+        return [function_call("charge", {"amount": 1}, call_id="call_1_1"), second]
+
+    model = ScriptedModel([ModelStep.respond(respond) for _ in range(3)])
+    agent = Agent(name="payer", model=model, tools=tools, handoffs=handoffs)
+
+    async def main() -> None:
+        async with TurnlogSession(store, SESSION) as session:
+            result = await Runner.run(
+                agent, "charge and ship", session=session, hooks=session.hooks
+            )
+        report(str(result.final_output), [], [])
+
+    asyncio.run(main())
+
+
+def framework_run_adk(mode: str, store: str, side: str) -> None:
+    from collections.abc import AsyncGenerator
+
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+    from google.genai import types
+
+    from turnlog.integrations.adk import TurnlogSessionService
+
+    def answers(request: LlmRequest, name: str) -> bool:
+        parts = [p for c in request.contents for p in (c.parts or [])]
+        return any(p.function_response and p.function_response.name == name for p in parts)
+
+    def reply(*parts: types.Part) -> LlmResponse:
+        return LlmResponse(content=types.Content(role="model", parts=list(parts)))
+
+    def call(call_id: str, name: str, **args: Any) -> types.Part:
+        return types.Part(function_call=types.FunctionCall(id=call_id, name=name, args=args))
+
+    class Payer(BaseLlm):
+        """Asks for a charge and delegates the shipping, in one reply."""
+
+        model: str = "payer"
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            if answers(llm_request, "shipper"):
+                yield reply(types.Part(text=FINAL))
+                return
+            yield reply(
+                call("call_1_1", "charge", amount=1),
+                call("call_1_2", "shipper", request="ship order o1"),
+            )
+
+    class Shipper(BaseLlm):
+        """The task-mode sub-agent's model: ships, then finishes its task."""
+
+        model: str = "shipper"
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            if answers(llm_request, "ship"):
+                yield reply(call("call_2_finish", "finish_task", result="shipped"))
+                return
+            yield reply(call("call_2_ship", "ship"))
+
+    async def charge(amount: int) -> str:
+        """Charge the card."""
+        record(side, amount)
+        return f"charged {amount}"
+
+    async def ship() -> str:
+        """Ship the order (it charges for the postage)."""
+        record(side, 2)
+        return "shipped"
+
+    def starting(callback_context: Any) -> None:
+        record(side, 3)
+
+    shipper = LlmAgent(
+        name="shipper",
+        description="Ships orders.",
+        model=Shipper(),
+        tools=[ship],
+        mode="task",
+        before_agent_callback=starting,
+    )
+    agent = LlmAgent(name="payer", model=Payer(), tools=[charge], sub_agents=[shipper])
+
+    async def main() -> None:
+        Path(store).mkdir(parents=True, exist_ok=True)
+        async with TurnlogSessionService(store) as sessions:
+            app = App(name="shop", root_agent=agent, plugins=[sessions.plugin])
+            runner = Runner(app=app, session_service=sessions)
+            await sessions.create_session(app_name="shop", user_id="u", session_id=SESSION)
+            message = types.Content(role="user", parts=[types.Part(text="charge and ship")])
+            final = ""
+            async for event in runner.run_async(
+                user_id="u", session_id=SESSION, new_message=message
+            ):
+                if event.is_final_response() and event.content and event.content.parts:
+                    final = "".join(p.text or "" for p in event.content.parts)
+        report(final, [], [])
+
+    asyncio.run(main())
+
+
+FRAMEWORK_RUN = {
+    "pydantic-ai": framework_run_pydantic_ai,
+    "openai-agents": framework_run_openai_agents,
+    "adk": framework_run_adk,
+}
+
+
 # -- docs/integrations.md, run as written ------------------------------------------------
 
 DOCS = Path(__file__).parent.parent / "docs" / "integrations.md"
@@ -585,6 +855,9 @@ def main(argv: list[str]) -> None:
     parallel = "--parallel" in argv
     if mode.startswith("doc-"):
         doc_program(framework, mode.removeprefix("doc-"), store, side, parallel)
+        return
+    if mode.startswith("framework-"):
+        FRAMEWORK_RUN[framework](mode.removeprefix("framework-"), store, side)
         return
     programs = {
         "openai-agents": openai_agents,

@@ -86,7 +86,7 @@ def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> UsageErr
             f"dispatch of call {data.call_id!r}, which no assistant message of the open turn "
             "asked for (or which is already answered)",
             hint="record the assistant message that asks for the call before dispatching it; "
-            "a tool the framework runs on its own (a hosted tool, a handoff) is not dispatched",
+            "a hosted tool, which runs at the provider inside the reply, is not dispatched",
         )
     if data.idempotency is not None and data.idempotency not in IDEMPOTENCY_VALUES:
         try:

@@ -305,6 +305,51 @@ def begin_step(log: Log, *, open_step: bool = True) -> None:
         log.append(ev.StepStart(turn=turn.turn, step=turn.steps + 1))
 
 
+@dataclass(frozen=True)
+class AheadCall:
+    """A call the framework runs itself, to be dispatched ahead of it."""
+
+    call_id: str
+    name: str | None
+    idempotency: str | None = None
+
+
+def dispatch_ahead(log: Log, calls: Sequence[AheadCall]) -> list[str]:
+    """Write a durable `tool_dispatch` for each call the framework runs itself
+    (an output function, a handoff), before it can run: such a call has no
+    tool hook of its own, and an undispatched call in a turn that dispatched
+    others reads "did not run" after a crash (rule R2), which is false for
+    code that ran. A dispatch makes it "may have run" (R1), and its answer is
+    then recorded as any dispatched call's. Only a call the open turn asked
+    for and has neither dispatched nor answered is written, so calling this
+    again for the same call (a hook that fires per validation) writes nothing.
+    Returns the ids written."""
+    with log.lock:
+        turn = log.verdict().open_turn
+        if turn is None:
+            return []
+        waiting = {
+            call.call_id
+            for call in turn.calls
+            if call.requested and not call.answered and call.dispatch is None
+        }
+        ahead = []
+        for call in calls:
+            if call.call_id in waiting:
+                waiting.discard(call.call_id)
+                ahead.append(call)
+        if not ahead:
+            return []
+        log.append_many(
+            [
+                ev.ToolDispatch(call_id=call.call_id, name=call.name, idempotency=call.idempotency)
+                for call in ahead
+            ],
+            sync=True,
+        )
+        return [call.call_id for call in ahead]
+
+
 def end_turn(log: Log) -> bool:
     """The run answered: end the open step and the turn, unless calls are owed
     (then the turn is left for recovery to judge). True when it ended."""

@@ -11,7 +11,9 @@ model's replies with their calls, the results, the turn's end) and keeps the
 ADK event itself beside them, so `get_session` gives ADK back its own events.
 The plugin writes a durable `tool_dispatch` before each tool body and the
 result after it, so with several calls in a step recovery can tell the call
-that was running from the ones that never started. Without the plugin the
+that was running from the ones that never started; a call to a task-mode
+sub-agent, which ADK runs with no tool callback, is dispatched with the
+function-call event. Without the plugin the
 function-call event is the dispatch record of all its calls (each reads "may
 have run" after a crash, pessimistic on purpose).
 
@@ -49,9 +51,11 @@ from turnlog import events as ev
 from turnlog.errors import TurnlogError
 from turnlog.events import Origin, ToolCall
 from turnlog.integrations import (
+    AheadCall,
     acquire,
     begin_step,
     check_idempotency_map,
+    dispatch_ahead,
     end_turn,
     fail_run,
     refuse_interrupted,
@@ -124,6 +128,12 @@ class TurnlogSessionService(BaseSessionService):
         # (session id, call id) of the calls handed their recorded answer
         # instead of running: ADK reports that answer back as their result.
         self._handed: set[tuple[str, str]] = set()
+        # (session id, agent name) -> the names of that agent's task-mode
+        # sub-agents, as its last model request offered them (see
+        # `TurnlogPlugin.before_model_callback`); and the (session id, call
+        # id) of the delegations dispatched ahead of ADK.
+        self._delegations: dict[tuple[str, str], frozenset[str]] = {}
+        self._ahead: set[tuple[str, str]] = set()
         self.plugin = TurnlogPlugin(self)
 
     # -- handles ------------------------------------------------------------------
@@ -323,7 +333,7 @@ class TurnlogSessionService(BaseSessionService):
             elif calls:
                 if log.verdict().open_turn is None:
                     _run(log)["invocation"] = event.invocation_id
-                begin_step(log)
+                begin_step(log, open_step=not _delegated(log, event))
                 log.assistant(
                     [{"type": "text", "text": text}] if text else "",
                     [
@@ -332,6 +342,7 @@ class TurnlogSessionService(BaseSessionService):
                     ],
                 )
                 log.append(raw)
+                self._dispatch_delegations(log, event, calls)
                 if not self._plugged:
                     # The function-call event is the dispatch record: ADK runs
                     # the tools after this returns.
@@ -364,13 +375,46 @@ class TurnlogSessionService(BaseSessionService):
             elif text and event.is_final_response():
                 if log.verdict().open_turn is None:
                     _run(log)["invocation"] = event.invocation_id
-                begin_step(log)
+                begin_step(log, open_step=not _delegated(log, event))
                 log.assistant(text)
                 log.append(raw)
                 if end_turn(log):
                     _run(log)["invocation"] = None
             else:
                 log.append(raw)
+
+    def _dispatch_delegations(self, log: Log, event: AdkEvent, calls: list[Any]) -> None:
+        """Dispatch, with the model's reply, each call that delegates to a
+        task-mode sub-agent (`LlmAgent(mode="task")`).
+
+        ADK runs such a call itself: its agent wrapper takes the call from the
+        reply and runs the sub-agent (its callbacks, model requests and tools,
+        whose events land in this session) before any tool callback could
+        fire, and answers the call with the sub-agent's result only when it
+        finishes. No callback fires for the call at all, so the reply is the
+        last point before it runs: dispatched here, a crash inside the
+        sub-agent reads "may have run" (R1), not "did not run" (R2), and the
+        answer ADK writes later is recorded as any dispatched call's. Without
+        the plugin every call of the reply is dispatched anyway."""
+        if not self._plugged:
+            return
+        session_id = log.session_id
+        with self._lock:
+            names = self._delegations.get((session_id, event.author), frozenset())
+        ahead = [
+            AheadCall(
+                call_id=str(c.id),
+                name=c.name,
+                idempotency=tool_idempotency(c.name, self._idempotency),
+            )
+            for c in calls
+            if c.name in names and c.id
+        ]
+        if not ahead:
+            return
+        written = dispatch_ahead(log, ahead)
+        with self._lock:
+            self._ahead.update((session_id, call_id) for call_id in written)
 
     def _dispatch(
         self, session_id: str, call_id: str, name: str, tool: Any, *, confirmed: bool = False
@@ -386,6 +430,12 @@ class TurnlogSessionService(BaseSessionService):
         log = self._log(session_id)
         with log.lock:
             answer = None if confirmed else answer_before_dispatch(log, call_id)
+            with self._lock:
+                ahead = (session_id, call_id) in self._ahead
+            if answer is None and ahead and call_id in {c.call_id for c in log.verdict().owed}:
+                # Dispatched with the reply, as a delegation (see
+                # `_dispatch_delegations`): one dispatch per call.
+                return None
             if answer is None:
                 idempotency = tool_idempotency(
                     name, self._idempotency, getattr(tool, "metadata", None)
@@ -444,6 +494,21 @@ _UNFINISHED_HOW = (
 )
 
 
+def _delegated(log: Log, event: AdkEvent) -> bool:
+    """The event is the work of a task-mode sub-agent on a call the open step
+    still owes: ADK scopes a delegated sub-agent's events to the delegating
+    call's id (`isolation_scope`). Its replies stay in that step, which ends
+    only once the delegation is answered (a step never ends with a call
+    unanswered)."""
+    scope = getattr(event, "isolation_scope", None)
+    if not scope:
+        return False
+    turn = log.verdict().open_turn
+    if turn is None or turn.open_step is None:
+        return False
+    return any(call.call_id == scope and not call.answered for call in turn.calls)
+
+
 def _run(log: Log) -> dict[str, str | None]:
     """The invocation whose turn is open, shared by the services on this writer."""
     return shared_state(log, "adk", lambda: {"invocation": None})
@@ -462,6 +527,21 @@ class TurnlogPlugin(BasePlugin):
 
     async def before_run_callback(self, *, invocation_context: Any) -> None:
         self._service._plugged = True
+
+    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+        # What the model is offered: which of its tools delegate to a
+        # task-mode sub-agent, so the reply's call to one is dispatched when
+        # the reply is recorded (see `TurnlogSessionService._dispatch_delegations`).
+        from google.adk.tools.agent_tool import AgentTool
+
+        names = frozenset(
+            name
+            for name, tool in (getattr(llm_request, "tools_dict", None) or {}).items()
+            if isinstance(tool, AgentTool) and _mode(getattr(tool, "agent", None)) == "task"
+        )
+        key = (callback_context.session.id, callback_context.agent_name)
+        with self._service._lock:
+            self._service._delegations[key] = names
 
     async def before_tool_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any
@@ -519,6 +599,12 @@ class TurnlogPlugin(BasePlugin):
             error,
             invocation_context.invocation_id,
         )
+
+
+def _mode(agent: Any) -> str | None:
+    """An agent's `mode` as its string value (`chat`, `task`, `single_turn`)."""
+    mode = getattr(agent, "mode", None)
+    return str(getattr(mode, "value", mode)) if mode is not None else None
 
 
 def _adk_events(stored: list[ev.Event]) -> list[AdkEvent]:

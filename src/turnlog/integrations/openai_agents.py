@@ -4,7 +4,8 @@
         result = await Runner.run(agent, text, session=session, hooks=session.hooks)
 
 The hooks write the model's reply (with its function calls) when the model
-returns, a durable `tool_dispatch` before each tool body runs, and the
+returns, a durable `tool_dispatch` before each tool body runs (for a handoff,
+which the SDK runs with no `on_tool_start`, with the reply), and the
 result when it ends; the SDK saves its items after the tools finish, and
 items already recorded are not written twice. After a crash, `turnlog
 recover` (or `turnlog.revive`) answers the owed calls, and `get_items`
@@ -28,9 +29,11 @@ from turnlog.errors import UsageError
 from turnlog.events import ToolCall
 from turnlog.formats.transcript import text_of as _text
 from turnlog.integrations import (
+    AheadCall,
     acquire,
     begin_step,
     check_idempotency_map,
+    dispatch_ahead,
     end_turn,
     fail_run,
     refuse_interrupted,
@@ -148,7 +151,7 @@ class TurnlogSession:
         kind = item.get("type", "message" if "role" in item else None)
         log = self.log
         verdict = log.verdict()
-        owed = {call.call_id for call in verdict.owed}
+        owed = {call.call_id: call.name for call in verdict.owed}
         if kind == "message" and item.get("role") in ("user", "system", "developer"):
             # The SDK saves a run's input before its first model call: a turn
             # open now was left by an earlier run that raised, unseen by any hook.
@@ -168,13 +171,24 @@ class TurnlogSession:
                 return
             await self._ensure_step()
             await log.assistant("", [_tool_call(item)])
-        elif kind == "function_call_output":
+        elif kind == "function_call_output" or (
+            # The output of a function call the SDK answered with its
+            # apply_patch editor (see `_run_by_the_sdk`) is such an item; for
+            # a call the log holds as a function call, it is that call's result.
+            str(kind).endswith("_call_output") and str(item.get("call_id")) in owed
+        ):
             call_id = str(item.get("call_id"))
             if call_id not in owed:
                 return  # the hooks recorded it, or recovery answered it
+            # A handoff's transfer message, the editor's output, or the SDK's
+            # own words for a call it did not run: dispatched ahead when the
+            # SDK ran it, else recorded without a dispatch (it never started).
             await log.append(
                 ev.ToolResult(
-                    call_id=call_id, content=_text(item.get("output")) or str(item.get("output"))
+                    call_id=call_id,
+                    name=owed[call_id],
+                    content=_text(item.get("output")) or str(item.get("output")),
+                    is_error=item.get("status") == "failed",
                 ),
                 allow_undispatched=True,
             )
@@ -277,6 +291,8 @@ class _Hiding:
         # Whether the hide and clear events written before this process
         # opened the session are read (`load`).
         self.loaded = False
+        # The calls `on_llm_end` dispatched ahead, as ones the SDK runs itself.
+        self.ahead: set[str] = set()
 
     def load(self, log: Log) -> None:
         """Read the hide and clear events the log holds, in the same pass
@@ -318,6 +334,83 @@ def _begin_step(log: Any, shared: _Hiding, context: Any) -> None:
         begin_step(log)
 
 
+def _reply(
+    log: Log, shared: _Hiding, parts: list[Any], calls: list[ToolCall], ahead: list[AheadCall]
+) -> None:
+    """The model's reply, then the dispatch of each call the SDK runs itself
+    (see `_run_by_the_sdk`), durable before the SDK can run any of them."""
+    with log.lock:
+        log.assistant(parts, calls)
+        shared.ahead.update(dispatch_ahead(log, ahead))
+
+
+def _dispatch_tool(log: Log, shared: _Hiding, dispatch: ev.ToolDispatch) -> None:
+    """A tool's dispatch, unless `on_llm_end` dispatched the call ahead (one
+    it took for a call the SDK runs itself): one dispatch per call."""
+    with log.lock:
+        turn = log.verdict().open_turn
+        if (
+            dispatch.call_id in shared.ahead
+            and turn is not None
+            and any(
+                call.call_id == dispatch.call_id and call.dispatch is not None and not call.answered
+                for call in turn.calls
+            )
+        ):
+            return
+        log.append(dispatch, sync=True)
+
+
+def _run_by_the_sdk(agent: Any, items: list[dict[str, Any]]) -> set[str]:
+    """The call ids of a reply's function calls that the SDK runs with no
+    `on_tool_start` naming their call id before it.
+
+    A handoff: the SDK runs the handoff's `on_handoff` callback (user code,
+    with side effects of its own) and its input filter, then starts the next
+    agent; `RunHooks.on_handoff` fires only after the callback, and no hook
+    fires before it but `on_llm_end`. Only the first handoff of a reply runs;
+    the SDK answers the others "Multiple handoffs detected, ignoring this
+    one." without running them, so they are not dispatched. And a function
+    call an `ApplyPatchTool` answers (a model without the hosted
+    `apply_patch_call` asks for it as a function): the SDK runs the editor,
+    and its `on_tool_start` carries no call id.
+
+    Read from the agent the way the SDK reads it: a namespaced call is never
+    a handoff, and a function tool of that name comes before apply_patch. A
+    disabled handoff named anyway is dispatched too (the SDK then fails the
+    run, and the call reads "may have run": pessimistic, never wrong)."""
+    from agents import Agent
+    from agents.handoffs import Handoff
+    from agents.tool import ApplyPatchTool, FunctionTool
+
+    handoffs = {
+        item.tool_name if isinstance(item, Handoff) else Handoff.default_tool_name(item)
+        for item in getattr(agent, "handoffs", None) or ()
+        if isinstance(item, (Handoff, Agent))
+    }
+    tools = list(getattr(agent, "tools", None) or ())
+    functions = {tool.name for tool in tools if isinstance(tool, FunctionTool)}
+    patch = next((tool for tool in tools if isinstance(tool, ApplyPatchTool)), None)
+    out: set[str] = set()
+    handed_off = False
+    for item in items:
+        name, namespace = str(item.get("name") or ""), item.get("namespace")
+        bare = not (isinstance(namespace, str) and namespace)
+        if bare and name in handoffs:
+            if not handed_off:
+                out.add(str(item.get("call_id")))
+            handed_off = True
+        elif patch is not None and name not in functions and _names_apply_patch(name, patch.name):
+            out.add(str(item.get("call_id")))
+    return out
+
+
+def _names_apply_patch(name: str, tool_name: str) -> bool:
+    """The SDK's own test for a function call its apply_patch tool answers."""
+    candidate = name.strip().lower()
+    return candidate.startswith("apply_patch") or candidate == tool_name.strip().lower()
+
+
 def _tool_call(item: dict[str, Any]) -> ToolCall:
     raw = item.get("arguments")
     try:
@@ -353,6 +446,7 @@ class TurnlogHooks(RunHooks[Any]):
     async def on_llm_end(self, context: Any, agent: Any, response: ModelResponse) -> None:
         parts: list[Any] = []
         calls: list[ToolCall] = []
+        asked: list[dict[str, Any]] = []
         for raw in response.output:
             item = _data(raw)
             if isinstance(item.get("id"), str):
@@ -360,6 +454,7 @@ class TurnlogHooks(RunHooks[Any]):
             kind = item.get("type")
             if kind == "function_call":
                 calls.append(_tool_call(item))
+                asked.append(item)
             elif kind == "reasoning":
                 parts.append(item)
             elif kind == "message":
@@ -369,7 +464,18 @@ class TurnlogHooks(RunHooks[Any]):
                         "text": _text([c for c in item.get("content", []) if isinstance(c, dict)]),
                     }
                 )
-        await self._log.assistant(parts, calls)
+        run_by_the_sdk = _run_by_the_sdk(agent, asked)
+        ahead = [
+            AheadCall(
+                call_id=call.id,
+                name=call.name,
+                idempotency=tool_idempotency(call.name, self._session._idempotency),
+            )
+            for call in calls
+            if call.id in run_by_the_sdk
+        ]
+        shared = self._session._shared
+        await self._log.call_light(_reply, self._log.log, shared, parts, calls, ahead)
         for other in self._others:
             await other.on_llm_end(context, agent, response)
 
@@ -391,9 +497,9 @@ class TurnlogHooks(RunHooks[Any]):
             )
             # Durable before the SDK runs the tool body: recovery's "not
             # started" rests on it.
-            await self._log.append(
-                ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency), sync=True
-            )
+            dispatch = ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency)
+            shared = self._session._shared
+            await self._log.call_light(_dispatch_tool, self._log.log, shared, dispatch)
         for other in self._others:
             await other.on_tool_start(context, agent, tool)
 

@@ -4,8 +4,9 @@
         result = await agent.run(text, message_history=cap.messages(), capabilities=[cap])
 
 The capability writes the user's prompt and each model reply as they
-happen, a durable `tool_dispatch` before each tool body runs, and the
-result (or the error) after it. `cap.messages()` returns the session as
+happen, a durable `tool_dispatch` before each tool body runs (and before an
+output tool's output function, which Pydantic AI runs with no tool hook),
+and the result (or the error) after it. `cap.messages()` returns the session as
 Pydantic AI messages: after a crash and `turnlog recover` (or
 `revive=True`), every owed call has a `ToolReturnPart` saying what is
 known, marked `outcome='interrupted'` as Pydantic AI marks its own repairs,
@@ -22,7 +23,7 @@ from typing import Any
 
 from pydantic_ai import messages as pm
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import SkipToolExecution, ToolFailed
+from pydantic_ai.exceptions import ModelRetry, SkipToolExecution, ToolFailed
 
 from turnlog import events as ev
 from turnlog.aio import AsyncLog
@@ -31,12 +32,14 @@ from turnlog.events import ToolCall
 from turnlog.fold import Message
 from turnlog.formats.transcript import text_of
 from turnlog.integrations import (
+    AheadCall,
     HistoryCheck,
     acquire,
     begin_step,
     check_history,
     check_history_mode,
     check_idempotency_map,
+    dispatch_ahead,
     end_turn,
     fail_run,
     refuse_interrupted,
@@ -172,6 +175,11 @@ class TurnlogCapability(AbstractCapability[Any]):
             )
         return tool_defs
 
+    async def prepare_output_tools(self, ctx: Any, tool_defs: list[Any]) -> list[Any]:
+        # Output tools are dispatched too (see `before_output_validate`): what
+        # their definitions say is checked here, before the run writes anything.
+        return await self.prepare_tools(ctx, tool_defs)
+
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         prompt = self._prompts.pop(str(getattr(ctx, "run_id", "")), None)
         if prompt is not None:
@@ -221,6 +229,52 @@ class TurnlogCapability(AbstractCapability[Any]):
         await self.log.append(dispatch, sync=True)
         return args
 
+    # Pydantic AI runs an output tool's call itself: its arguments are
+    # validated, then the output function (user code, which may charge a
+    # card) and the output validators run, with no tool hook at all. The
+    # output hooks below fire before that code, for every output tool call,
+    # so the call is dispatched there, ahead of it, as a tool is in
+    # `before_tool_execute`. Its answer ("Final result processed", a retry
+    # prompt, "Output tool not used") is recorded by `_settle` as any
+    # dispatched call's. A call the log does not hold yet (a streamed reply,
+    # validated before it is recorded) or already dispatched is left alone.
+
+    async def before_output_validate(self, ctx: Any, *, output_context: Any, output: Any) -> Any:
+        await self._dispatch_output(ctx, output_context)
+        return output
+
+    async def before_output_process(self, ctx: Any, *, output_context: Any, output: Any) -> Any:
+        # Again here: a capability that wraps validation may skip the hook above.
+        await self._dispatch_output(ctx, output_context)
+        return output
+
+    async def _dispatch_output(self, ctx: Any, output_context: Any) -> None:
+        call = getattr(output_context, "tool_call", None)
+        if call is None:
+            return  # text, native or prompted output: no call to answer
+        log = self.log
+        if not await log.call_light(owed_here, log.log, call.tool_call_id):
+            # A run resumed on a history that ends with the call (saved
+            # before its answer) processes it again: one the log has
+            # answered (by its output function, or by recovery after a
+            # crash inside it) does not run again. An output has no answer
+            # to be handed in place of the function's value, so the model is
+            # told the recorded answer, as Pydantic AI tells it of an output
+            # it could not use, and decides whether to ask again. A call
+            # only this reply asks for (a streamed reply the log does not
+            # hold yet) is not the run's history, and is left alone.
+            if _asks(ctx, call.tool_call_id):
+                answer = await log.call(recorded_answer, log.log, call.tool_call_id)
+                if answer is not None:
+                    raise ModelRetry(answer.text)
+            return
+        tool_def = getattr(output_context, "tool_def", None)
+        idempotency = tool_idempotency(
+            call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
+        )
+        ahead = AheadCall(call_id=call.tool_call_id, name=call.tool_name, idempotency=idempotency)
+        await self.log.call_light(dispatch_ahead, self.log.log, [ahead])
+
     async def after_tool_execute(
         self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any
     ) -> Any:
@@ -245,6 +299,18 @@ class TurnlogCapability(AbstractCapability[Any]):
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
         await self.log.call_light(_settle_and_end, self.log.log, list(result.all_messages()))
         return result
+
+
+def _asks(ctx: Any, call_id: str) -> bool:
+    """The run's messages hold a reply asking for `call_id`."""
+    return any(
+        isinstance(message, pm.ModelResponse)
+        and any(
+            isinstance(part, pm.ToolCallPart) and part.tool_call_id == call_id
+            for part in message.parts
+        )
+        for message in getattr(ctx, "messages", None) or ()
+    )
 
 
 def _open_turn_seq(log: Log) -> int | None:
