@@ -26,7 +26,7 @@ TARGET_S = 3.0
 MARK = "<!-- rescue-scan -->"
 FULL_PARSE = """
 import sys
-from turnlog.rescue import diagnose, session_files
+from turnlog.formats.rescue import diagnose, session_files
 crashed = sum(1 for path in session_files("claude-code", sys.argv[1]) if diagnose(path, "claude-code").needs_repair)
 print(crashed)
 """

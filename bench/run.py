@@ -155,7 +155,7 @@ def write_session(
 ) -> int:
     """A session of whole turns up to a size or an event count; returns its event count."""
     from turnlog import events as ev
-    from turnlog.stores.jsonl_record import encode_line
+    from turnlog.stores.record import encode_line
 
     path.parent.mkdir(parents=True, exist_ok=True)
     written, seq, turn = 0, 1, 0
@@ -257,7 +257,7 @@ def child_main(task: str, args: list[str]) -> None:
     # Every import a subject needs happens here, before any clock starts.
     import turnlog
     from turnlog import events as ev
-    from turnlog.fold import Fold
+    from turnlog.core.fold import Fold
 
     peer = task.rsplit("-", 1)[-1] if task.startswith(("load-", "marginal-")) else ""
     if peer in ("sqlite",):
@@ -268,8 +268,8 @@ def child_main(task: str, args: list[str]) -> None:
         from langchain_community.chat_message_histories import FileChatMessageHistory
     if task == "load-orjson":
         import orjson
-    from turnlog.log import utc_now
-    from turnlog.stores.jsonl_record import decode_line, decode_sound_line, encode_line_into
+    from turnlog.handle.log import utc_now
+    from turnlog.stores.record import decode_line, decode_sound_line, encode_line_into
 
     io_before = proc_io()
     extra: dict[str, Any] = {}
@@ -423,9 +423,9 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
     figure is each block's per-op time over raw's in the same block."""
     import turnlog
     from turnlog import events as ev
-    from turnlog.log import utc_now
+    from turnlog.handle.log import utc_now
     from turnlog.stores import JSONLStore
-    from turnlog.stores.jsonl_record import encode_line
+    from turnlog.stores.record import encode_line
 
     dispatch = ev.ToolDispatch(call_id="call_0123456789abcdef", name="write_file")
     line = encode_line(ev.Event(seq=2, data=dispatch, ts=TS))
@@ -604,7 +604,7 @@ def bench_durable(blocks: int, per_block: int) -> list[dict[str, Any]]:
 def bench_nondurable(rounds: int, count: int) -> list[dict[str, Any]]:
     import turnlog
     from turnlog import events as ev
-    from turnlog.stores.jsonl_record import encode_line
+    from turnlog.stores.record import encode_line
 
     base = DATA / "nondurable"
     shutil.rmtree(base, ignore_errors=True)
@@ -718,7 +718,7 @@ def prepare_marginal(task: str, path: Path, length: int, text: str) -> None:
     if task == "marginal-turnlog":
         import turnlog
         from turnlog import events as ev
-        from turnlog.stores.jsonl_record import encode_line
+        from turnlog.stores.record import encode_line
 
         user = ev.UserMessage(content=text)
         lines = [encode_line(ev.Event(seq=0, data=ev.Session(session_id=path.stem), ts=TS))]
@@ -946,8 +946,8 @@ def _paired_rows(name: str, result: dict[str, Any], bare_label: str) -> list[dic
 
 def bench_stores(quick: bool, rounds: int) -> list[dict[str, Any]]:
     import stores
+    from turnlog.ops.transfer import copy_session
     from turnlog.stores import JSONLStore, SQLiteStore
-    from turnlog.transfer import copy_session
 
     base = DATA / "stores"
     shutil.rmtree(base, ignore_errors=True)

@@ -56,7 +56,7 @@ def paired(subjects: dict[str, Callable[[], Any]], blocks: int, per_block: int) 
 
 def _line() -> str:
     from turnlog import events as ev
-    from turnlog.stores.jsonl_record import encode_line
+    from turnlog.stores.record import encode_line
 
     dispatch = ev.ToolDispatch(call_id="call_0123456789abcdef", name="write_file")
     return encode_line(ev.Event(seq=2, data=dispatch, ts=TS)).decode()
@@ -148,10 +148,10 @@ def sweep_fleet(dsn: str, sessions: int, crashed: int) -> dict[str, Any]:
 
     import turnlog
     from turnlog import events as ev
-    from turnlog.stores.jsonl_record import encode_line
+    from turnlog.ops.sweep import sweep
+    from turnlog.ops.transfer import write_events
     from turnlog.stores.postgres import PostgresStore
-    from turnlog.sweeper import sweep
-    from turnlog.transfer import write_events
+    from turnlog.stores.record import encode_line
 
     schema = f"bench_sweep_{os.getpid()}"
     store = PostgresStore(dsn, schema=schema)

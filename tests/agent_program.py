@@ -23,11 +23,19 @@ from typing import Any
 
 import turnlog
 from turnlog import events as ev
-from turnlog.aio import AsyncToolContext, acontinue_run, aopen, arun_turn, async_subagent_tool
+from turnlog.core.fold import Message
 from turnlog.events import ToolCall
-from turnlog.fold import Message
-from turnlog.log import Dispatch
-from turnlog.loop import (
+from turnlog.handle.log import Dispatch
+from turnlog.ops.tree import revive_tree
+from turnlog.providers import PROVIDERS, render, validate
+from turnlog.runtime.async_loop import (
+    AsyncToolContext,
+    acontinue_run,
+    aopen,
+    arun_turn,
+    async_subagent_tool,
+)
+from turnlog.runtime.loop import (
     AgentSpec,
     Reply,
     Tool,
@@ -36,8 +44,6 @@ from turnlog.loop import (
     run_turn,
     subagent_tool,
 )
-from turnlog.providers import PROVIDERS, render, validate
-from turnlog.tree import revive_tree
 
 KILL_POINTS = (
     "model",  # inside the model call, before its reply is written

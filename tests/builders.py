@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 
 from turnlog import events as ev
+from turnlog.core.fold import Message
 from turnlog.events import Event, ToolCall
-from turnlog.fold import Message
 from turnlog.stores.base import Store
 
 TS = "2026-11-29T12:00:00.000000Z"
@@ -97,7 +97,7 @@ def assert_exports_valid(messages: Sequence[Message]) -> None:
 
 def write_session(path: Path, items: list[ev.EventData]) -> list[Event]:
     """A JSONL session file named after its id, holding these payloads."""
-    from turnlog.stores.jsonl_record import encode_line
+    from turnlog.stores.record import encode_line
 
     events = number(items)
     events = [

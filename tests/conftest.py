@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from postgres_server import REQUIRE_ENV, postgres_dsn
-from turnlog.selfcheck import ENV as SELF_CHECK_ENV
+from turnlog.handle.selfcheck import ENV as SELF_CHECK_ENV
 from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store
 
 # Every recovery in every test, in this process and in the processes tests

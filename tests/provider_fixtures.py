@@ -18,7 +18,7 @@ from builders import (
 )
 from turnlog import events as ev
 from turnlog.events import Event
-from turnlog.revival import REVIVAL_NOTICE
+from turnlog.ops.revival import REVIVAL_NOTICE
 
 SYSTEM = ev.SystemMessage(content="You are a careful assistant.")
 

@@ -23,18 +23,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import turnlog
-from turnlog import background
 from turnlog import events as ev
-from turnlog.aio import (
+from turnlog.core.fold import Message
+from turnlog.events import ToolCall
+from turnlog.providers import PROVIDERS, render, validate
+from turnlog.runtime import background
+from turnlog.runtime.async_loop import (
     acontinue_run,
     aopen,
     arun_agent_turn,
     async_subagent_tool,
     async_task_wait_tool,
 )
-from turnlog.events import ToolCall
-from turnlog.fold import Message
-from turnlog.loop import (
+from turnlog.runtime.loop import (
     AgentSpec,
     Reply,
     Tool,
@@ -43,7 +44,6 @@ from turnlog.loop import (
     subagent_tool,
     task_wait_tool,
 )
-from turnlog.providers import PROVIDERS, render, validate
 
 # Kill points by scenario: each names an instant of that scenario's path.
 KILL_POINTS: dict[str, tuple[str, ...]] = {

@@ -14,8 +14,8 @@ import turnlog
 from conftest import make_store
 from fileio_doubles import RecordingIO
 from turnlog import events as ev
-from turnlog.aio import aopen
-from turnlog.async_log import LIGHT_BATCH_MAX_EVENTS
+from turnlog.handle.async_log import LIGHT_BATCH_MAX_EVENTS
+from turnlog.runtime.async_loop import aopen
 from turnlog.stores import Store
 from turnlog.stores.jsonl import JSONLStore
 

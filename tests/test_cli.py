@@ -539,7 +539,7 @@ def test_one_calling_convention_for_stored_sessions(tmp_path: Path) -> None:
         put(store, crashed_session(name))
     assert turnlog.inspect(tmp_path / "a.jsonl").status == "interrupted"
     assert turnlog.inspect(str(tmp_path), "a").status == "interrupted"
-    from turnlog.stored_recovery import plan_stored
+    from turnlog.ops.recover import plan_stored
 
     assert plan_stored(tmp_path / "a.jsonl") == plan_stored(store, "a")
     assert turnlog.recover(tmp_path / "a.jsonl").plan

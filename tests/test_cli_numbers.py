@@ -26,7 +26,7 @@ from turnlog.cli import main
 from turnlog.cli.numbers import MAX_SECONDS, MAX_WHOLE, Seconds, WholeNumber
 from turnlog.errors import UsageError
 from turnlog.formats.foreign import refuse_if_live
-from turnlog.rescue import doctor
+from turnlog.formats.rescue import doctor
 from turnlog.stores import JSONLStore
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -34,14 +34,14 @@ NEVER_ON_THE_PATH = (
     "turnlog.providers",
     "turnlog.formats",
     "turnlog.integrations",
-    "turnlog.loop",
-    "turnlog.tree",
-    "turnlog.aio",
-    "turnlog.log",
-    "turnlog.revival",
-    "turnlog.transfer",
-    "turnlog.sweeper",
-    "turnlog.render",
+    "turnlog.runtime.loop",
+    "turnlog.ops.tree",
+    "turnlog.runtime.async_loop",
+    "turnlog.handle.log",
+    "turnlog.ops.revival",
+    "turnlog.ops.transfer",
+    "turnlog.ops.sweep",
+    "turnlog.cli.render",
     "turnlog.stores.sqlite",
     "turnlog.stores.postgres",
     "sqlite3",
@@ -52,7 +52,7 @@ NEVER_ON_THE_PATH = (
     "turnlog.stores.jsonl.writer",
     "turnlog.stores.sidecar",
     "turnlog.stores.memory",
-    "turnlog.sniff",
+    "turnlog.core.sniff",
     # The other commands' modules, and what they alone use.
     "turnlog.cli.records",
     "turnlog.cli.repair",
@@ -60,14 +60,14 @@ NEVER_ON_THE_PATH = (
     "turnlog.cli.stores",
     "turnlog.cli.foreign",
     "turnlog.cli.demo",
-    "turnlog.rescue",
+    "turnlog.formats.rescue",
     # Recovery's plan, its check, and the command that appends it.
-    "turnlog.recovery",
-    "turnlog.selfcheck",
-    "turnlog.stored_recovery",
-    "turnlog.verify",
-    "turnlog.fork",
-    "turnlog.demo",
+    "turnlog.core.recovery",
+    "turnlog.handle.selfcheck",
+    "turnlog.ops.recover",
+    "turnlog.ops.verify",
+    "turnlog.ops.fork",
+    "turnlog.cli.demo_agent",
 )
 
 
@@ -93,7 +93,7 @@ def test_inspect_json_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
     assert loaded == []
     # The path itself is still there: the check above is not vacuous.
     assert {
-        "turnlog.triage",
+        "turnlog.ops.inspection",
         "turnlog.stores.jsonl",
         "turnlog.cli.sessions",
         "msgspec",
@@ -169,9 +169,9 @@ def test_a_moved_name_still_resolves_and_names_its_module(name: str) -> None:
 def test_a_function_named_like_its_module_keeps_the_name() -> None:
     # Loading turnlog.verdict, turnlog.fold and turnlog.fork binds each module
     # on the package; the top-level names stay the functions.
-    import turnlog.fold
-    import turnlog.fork
-    import turnlog.verdict
+    import turnlog.core.fold
+    import turnlog.core.verdict
+    import turnlog.ops.fork
 
     assert callable(turnlog.verdict) and not isinstance(turnlog.verdict, ModuleType)
     with pytest.warns(DeprecationWarning):

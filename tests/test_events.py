@@ -7,7 +7,7 @@ import pytest
 import turnlog
 from builders import number
 from turnlog import events as ev
-from turnlog.fold import fold
+from turnlog.core.fold import fold
 
 
 def test_every_type_round_trips() -> None:

@@ -14,7 +14,7 @@ from builders import (
     turn_start,
 )
 from turnlog import events as ev
-from turnlog.fold import Fold, fold
+from turnlog.core.fold import Fold, fold
 
 SESSION = number(
     [

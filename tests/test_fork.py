@@ -17,9 +17,9 @@ from builders import (
     turn_start,
 )
 from turnlog import events as ev
-from turnlog.fold import fold
-from turnlog.fork import fork
-from turnlog.recovery import plan
+from turnlog.core.fold import fold
+from turnlog.core.recovery import plan
+from turnlog.ops.fork import fork
 
 LOG = number(
     [

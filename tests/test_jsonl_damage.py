@@ -12,12 +12,12 @@ import pytest
 import turnlog
 from builders import assistant, call, dispatch, number, step_start, turn_start
 from turnlog import events as ev
-from turnlog.damage import Scan
+from turnlog.core.damage import Scan
 from turnlog.events import Event
 from turnlog.stores import JSONLStore
 from turnlog.stores.jsonl import scan_file, scan_lines
 from turnlog.stores.jsonl.forward import Scanner, lines_forward
-from turnlog.stores.jsonl_record import encode_line
+from turnlog.stores.record import encode_line
 
 EVENTS = number(
     [

@@ -9,7 +9,7 @@ import pytest
 import turnlog
 from fileio_doubles import RecordingIO
 from turnlog import events as ev
-from turnlog.fold import Fold
+from turnlog.core.fold import Fold
 from turnlog.stores import JSONLStore, MemoryStore
 
 CALLS = [

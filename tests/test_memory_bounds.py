@@ -22,7 +22,7 @@ TURNS = 1_200  # about 11 MB: large beside the bounds below
 
 MEASURE = """
 import json, os, sys, tracemalloc
-import turnlog.cli, turnlog.render, turnlog.providers  # imports before the measure
+import turnlog.cli, turnlog.cli.render, turnlog.providers  # imports before the measure
 devnull = os.open(os.devnull, os.O_WRONLY)
 os.dup2(devnull, 1)
 tracemalloc.start()
@@ -39,7 +39,7 @@ print(json.dumps({"peak": peak, "code": code}), file=sys.stderr)
 APPEND = """
 import json, sys, tracemalloc
 import turnlog
-import turnlog.log, turnlog.stores.jsonl  # imports before the measure
+import turnlog.handle.log, turnlog.stores.jsonl  # imports before the measure
 open_log = turnlog.open
 tracemalloc.start()
 with open_log(sys.argv[1]) as log:

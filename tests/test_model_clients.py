@@ -17,10 +17,8 @@ import pytest
 
 import turnlog
 from turnlog import events as ev
-from turnlog.aio import aopen, arun_turn
+from turnlog.core.fold import Message
 from turnlog.events import ToolCall
-from turnlog.fold import Message
-from turnlog.loop import Tool, continue_run, run_turn
 from turnlog.models import (
     AnthropicModel,
     OpenAIChatModel,
@@ -29,6 +27,8 @@ from turnlog.models import (
     check_request,
 )
 from turnlog.providers import render
+from turnlog.runtime.async_loop import aopen, arun_turn
+from turnlog.runtime.loop import Tool, continue_run, run_turn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "models"
 WEATHER = {"weather": Tool(run=lambda city: f"{city}: 3C", idempotency="read_only")}

@@ -10,10 +10,10 @@ import pytest
 import turnlog
 from builders import assert_exports_valid
 from turnlog import events as ev
+from turnlog.core.fold import Message
+from turnlog.core.verdict import verdict
 from turnlog.events import ToolCall
-from turnlog.fold import Message
 from turnlog.providers.common import unique_call_ids
-from turnlog.verdict import verdict
 
 LS = ToolCall(id="c1", name="ls")
 

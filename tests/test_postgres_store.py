@@ -103,7 +103,7 @@ def test_a_dead_writer_is_interrupted_and_recovered_once(
 
 SWEEPER = """
 import sys, json, turnlog
-from turnlog.sweeper import sweep
+from turnlog.ops.sweep import sweep
 store, _ = turnlog.open_store(sys.argv[1])
 print(json.dumps([s.session_id for s in sweep(store) if s.action == "recovered"]))
 """

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 
 from strategies import rich_sessions, sessions
 from turnlog import events as ev
+from turnlog.core.fold import Fold, fold
+from turnlog.core.recovery import interrupted, patch_dangling_tool_calls, plan
 from turnlog.events import Event
-from turnlog.fold import Fold, fold
-from turnlog.recovery import interrupted, patch_dangling_tool_calls, plan
 
 
 def calls_in_last_turn(events: list[Event]) -> set[str]:
@@ -101,7 +101,7 @@ def test_recovery_laws_with_reused_ids_compactions_and_revivals(session: list[Ev
 def test_a_fold_without_a_transcript_decides_as_one_with_it(session: list[Event]) -> None:
     # Checks that stream a whole log keep no transcript; their verdict,
     # `finished` included, is the one a full fold gives.
-    from turnlog.verdict import decide
+    from turnlog.core.verdict import decide
 
     for cut in range(1, len(session) + 1, 2):
         log = session[:cut]

@@ -9,7 +9,7 @@ import pytest
 
 from provider_fixtures import FIXTURES
 from turnlog import providers
-from turnlog.fold import fold
+from turnlog.core.fold import fold
 
 anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")

@@ -10,8 +10,8 @@ import pytest
 
 from provider_fixtures import FIXTURES, GEMINI_TEXT, REASONING, THINKING, crashed_unrecovered
 from turnlog import providers
-from turnlog.fold import fold
-from turnlog.recovery import patch_dangling_tool_calls
+from turnlog.core.fold import fold
+from turnlog.core.recovery import patch_dangling_tool_calls
 
 GOLDEN = Path(__file__).parent / "golden" / "providers"
 UPDATE = os.environ.get("TURNLOG_UPDATE_GOLDEN") == "1"
@@ -136,8 +136,8 @@ def test_a_reused_call_id_is_renamed_to_one_anthropic_accepts() -> None:
     import re
 
     from turnlog import events as ev
+    from turnlog.core.state import Message
     from turnlog.providers.common import original_id, unique_call_ids
-    from turnlog.state import Message
 
     asked = [
         Message(

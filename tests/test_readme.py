@@ -27,7 +27,7 @@ REVIVAL = Path(__file__).parent.parent / "docs" / "revival.md"
 
 def test_revival_supervisor_example_revives_a_crashed_tree(tmp_path: Path) -> None:
     """The supervisor in docs/revival.md, run on a store with a crashed run."""
-    from turnlog.loop import AgentSpec, Reply
+    from turnlog.runtime.loop import AgentSpec, Reply
 
     blocks = re.findall(r"```python\n(.*?)```", REVIVAL.read_text(), re.S)
     supervisor = next(b for b in blocks if "def revive_crashed" in b)

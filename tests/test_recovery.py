@@ -20,9 +20,9 @@ from builders import (
     turn_start,
 )
 from turnlog import events as ev
+from turnlog.core.fold import fold
+from turnlog.core.recovery import interrupted, patch_dangling_tool_calls, plan
 from turnlog.events import Event
-from turnlog.fold import fold
-from turnlog.recovery import interrupted, patch_dangling_tool_calls, plan
 
 
 def results_of(p: turnlog.Plan) -> list[ev.ToolResult]:

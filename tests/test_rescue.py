@@ -25,9 +25,9 @@ from foreign_fixtures import (
     healthy_turn,
     write,
 )
-from turnlog.fold import fold
+from turnlog.core.fold import fold
+from turnlog.formats.rescue import diagnose, read_transcript
 from turnlog.providers import PROVIDERS, render, validate
-from turnlog.rescue import diagnose, read_transcript
 
 SHARED = Path(__file__).parent.parent.parent / "shared" / "formats"
 
@@ -348,7 +348,7 @@ def test_a_whole_last_record_without_its_newline_is_kept_not_cut(tmp_path: Path)
 
 def test_library_doctor_proves_the_kind_before_any_byte_moves(tmp_path: Path) -> None:
     from turnlog import NotASessionError
-    from turnlog.rescue import doctor as repair
+    from turnlog.formats.rescue import doctor as repair
 
     with turnlog.open(tmp_path / "ours.jsonl") as log:
         log.user("hi")

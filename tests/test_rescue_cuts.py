@@ -27,14 +27,14 @@ from foreign_fixtures import (
     cc_whole_21,
     cx_whole,
 )
+from turnlog.core.fold import fold
+from turnlog.core.recovery import plan
+from turnlog.core.verdict import verdict
 from turnlog.errors import NotASessionError
 from turnlog.events import Risk
-from turnlog.fold import fold
 from turnlog.formats.foreign import parse
+from turnlog.formats.rescue import diagnose, doctor, read_transcript
 from turnlog.providers import render, validate
-from turnlog.recovery import plan
-from turnlog.rescue import diagnose, doctor, read_transcript
-from turnlog.verdict import verdict
 
 CORPUS = Path(__file__).parent / "fixtures" / "foreign"
 # Real files of public projects (tests/fixtures/foreign/README.md).

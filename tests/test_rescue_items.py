@@ -29,13 +29,13 @@ from foreign_fixtures import (
     tool_use,
     write,
 )
+from turnlog.core.fold import fold
+from turnlog.core.verdict import verdict
 from turnlog.events import Risk, TurnEnd, TurnStart
-from turnlog.fold import fold
 from turnlog.formats.foreign import AppendFailedError
+from turnlog.formats.rescue import diagnose, doctor, import_file, read_transcript
 from turnlog.providers import render, validate
-from turnlog.rescue import diagnose, doctor, import_file, read_transcript
 from turnlog.stores import MemoryStore
-from turnlog.verdict import verdict
 
 REAL_CC = (
     Path(__file__).parent / "fixtures" / "foreign" / "claude-code-2.1.14-coverage-test-fix.jsonl"

@@ -17,9 +17,9 @@ import pytest
 
 from entry_point import cli
 from foreign_fixtures import SID, ClaudeCode, progress, text, tool_use, write
-from turnlog.fold import fold
+from turnlog.core.fold import fold
+from turnlog.formats.rescue import diagnose, read_transcript
 from turnlog.providers import render, validate
-from turnlog.rescue import diagnose, read_transcript
 
 REAL_20 = Path(__file__).parent / "fixtures" / "foreign" / "claude-code-2.0.29-task-in-flight.jsonl"
 # Words a repair must never use of a foreign call: no file proves a call did not run.

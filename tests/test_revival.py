@@ -17,11 +17,11 @@ import pytest
 import turnlog
 from entry_point import cli
 from turnlog import events as ev
-from turnlog.aio import aopen, arun_turn
+from turnlog.core.fold import fold
 from turnlog.events import Risk, ToolCall
-from turnlog.fold import fold
-from turnlog.loop import AgentSpec, Reply, Tool
 from turnlog.providers import PROVIDERS, render, validate
+from turnlog.runtime.async_loop import aopen, arun_turn
+from turnlog.runtime.loop import AgentSpec, Reply, Tool
 from turnlog.stores import JSONLStore
 from turnlog.stores.fileio import FileIO
 

@@ -14,7 +14,7 @@ from builders import crashed_session, put
 from conftest import make_store
 from entry_point import cli
 from turnlog import events as ev
-from turnlog.fold import fold
+from turnlog.core.fold import fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import Store
 from turnlog.stores.jsonl import JSONLStore

@@ -13,9 +13,9 @@ import pytest
 import turnlog
 from entry_point import cli
 from turnlog import events as ev
-from turnlog.fold import fold
-from turnlog.recovery import interrupted, patch_dangling_tool_calls
-from turnlog.verdict import verdict
+from turnlog.core.fold import fold
+from turnlog.core.recovery import interrupted, patch_dangling_tool_calls
+from turnlog.core.verdict import verdict
 
 # Writes a whole answer, then dies with SIGKILL before the turn's end.
 _ANSWERED_THEN_KILLED = """

@@ -14,7 +14,7 @@ from builders import crashed_session, put
 from conftest import make_store
 from entry_point import cli
 from turnlog import events as ev
-from turnlog.fold import fold
+from turnlog.core.fold import fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import Store
 from turnlog.stores.jsonl import JSONLStore
@@ -153,7 +153,7 @@ def test_the_documented_supervisor_carries_on_what_a_dead_one_revived(tmp_path: 
     """docs/revival.md's supervisor, after another one revived a run and died."""
     import re
 
-    from turnlog.loop import AgentSpec, Reply
+    from turnlog.runtime.loop import AgentSpec, Reply
 
     revival_doc = Path(__file__).parent.parent / "docs" / "revival.md"
     blocks = re.findall(r"```python\n(.*?)```", revival_doc.read_text(), re.S)

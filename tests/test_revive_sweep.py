@@ -15,11 +15,11 @@ import turnlog
 from builders import crashed_session, put
 from conftest import make_store
 from turnlog import events as ev
-from turnlog.fold import fold
+from turnlog.core.fold import fold
+from turnlog.ops.sweep import sweep
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import SQLiteStore, Store
 from turnlog.stores.jsonl import JSONLStore
-from turnlog.sweeper import sweep
 
 SWEEPERS = 4
 # What a sweeper says of a session another sweeper got to first.

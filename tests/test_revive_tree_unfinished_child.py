@@ -15,7 +15,7 @@ from builders import assistant, call, number, put, step_start, turn_start
 from conftest import make_store
 from entry_point import cli
 from turnlog import events as ev
-from turnlog.fold import fold
+from turnlog.core.fold import fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import JSONLStore
 

@@ -59,9 +59,9 @@ def test_the_background_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_the_documented_frame_is_the_one_written() -> None:
-    from turnlog.background import report_body
-    from turnlog.fold import BackgroundChild
-    from turnlog.notices import SYSTEM_PROMPT_SNIPPET, framed
+    from turnlog.core.fold import BackgroundChild
+    from turnlog.core.notices import SYSTEM_PROMPT_SNIPPET, framed
+    from turnlog.runtime.background import report_body
 
     child = BackgroundChild(
         spawned=ev.SubagentSpawned(agent_id="worker-r1", call_id="r1", background=True),
@@ -80,8 +80,8 @@ def test_the_documented_frame_is_the_one_written() -> None:
 
 def test_the_documented_notice_roles_are_the_exported_ones() -> None:
     from turnlog import providers
-    from turnlog.fold import Fold
-    from turnlog.notices import NoticeStyle
+    from turnlog.core.fold import Fold
+    from turnlog.core.notices import NoticeStyle
 
     text = " ".join(RUNTIME.read_text().split())
     assert "still render every notice as a user turn" not in text
@@ -115,7 +115,7 @@ def test_the_demo_shows_a_deadline_and_the_run_going_on(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from turnlog.demo import deadline_demo
+    from turnlog.cli.demo_agent import deadline_demo
 
     out = io.StringIO()
     workspace = tmp_path / "workspace"

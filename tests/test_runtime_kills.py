@@ -14,7 +14,7 @@ import pytest
 
 from runtime_program import KILL_POINTS
 from turnlog import events as ev
-from turnlog.fold import Fold
+from turnlog.core.fold import Fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import Store, open_store
 

@@ -16,12 +16,24 @@ import turnlog
 from conftest import make_store
 from entry_point import cli
 from turnlog import events as ev
-from turnlog.aio import aopen, arun_agent_turn, async_subagent_tool, async_task_wait_tool
+from turnlog.core.fold import Fold, Message
+from turnlog.core.notices import NOTIFICATION_FRAME, SYSTEM_PROMPT_SNIPPET, NoticeStyle
 from turnlog.events import ToolCall
-from turnlog.fold import Fold, Message
-from turnlog.loop import AgentSpec, Reply, Tool, run_agent_turn, subagent_tool, task_wait_tool
-from turnlog.notices import NOTIFICATION_FRAME, SYSTEM_PROMPT_SNIPPET, NoticeStyle
 from turnlog.providers import PROVIDERS, render, validate
+from turnlog.runtime.async_loop import (
+    aopen,
+    arun_agent_turn,
+    async_subagent_tool,
+    async_task_wait_tool,
+)
+from turnlog.runtime.loop import (
+    AgentSpec,
+    Reply,
+    Tool,
+    run_agent_turn,
+    subagent_tool,
+    task_wait_tool,
+)
 from turnlog.stores import Store
 
 LOOPS = ("sync", "async")

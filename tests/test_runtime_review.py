@@ -23,10 +23,16 @@ import turnlog
 from conftest import make_store
 from entry_point import cli
 from turnlog import events as ev
-from turnlog.aio import aopen, arun_agent_turn, async_subagent_tool, async_task_wait_tool
+from turnlog.core.fold import Fold, Message
 from turnlog.events import ToolCall
-from turnlog.fold import Fold, Message
-from turnlog.loop import (
+from turnlog.providers import PROVIDERS, render, validate
+from turnlog.runtime.async_loop import (
+    aopen,
+    arun_agent_turn,
+    async_subagent_tool,
+    async_task_wait_tool,
+)
+from turnlog.runtime.loop import (
     AgentSpec,
     Reply,
     Tool,
@@ -35,7 +41,6 @@ from turnlog.loop import (
     subagent_tool,
     task_wait_tool,
 )
-from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import Store
 
 LOOPS = ("sync", "async")
@@ -459,8 +464,8 @@ def test_a_join_past_its_deadline_says_what_became_of_the_report(loop: str, stor
 
 
 def test_a_late_join_records_the_report_text() -> None:
-    from turnlog.background import Delivered
-    from turnlog.loop import record_late
+    from turnlog.runtime.background import Delivered
+    from turnlog.runtime.loop import record_late
 
     store = turnlog.MemoryStore()
     with turnlog.open(store, "s", create=True) as log:
@@ -475,8 +480,8 @@ def test_a_join_that_sees_its_report_injected_says_so(tmp_path: Path) -> None:
     # The sync loop's join past its deadline waits on in its thread while the
     # loop injects the report: what the join then returns (recorded late)
     # says where the report went, not that the child is gone.
-    from turnlog import background
-    from turnlog.loop import join_background
+    from turnlog.runtime import background
+    from turnlog.runtime.loop import join_background
 
     spawned = ev.SubagentSpawned(agent_id="w", agent_type="worker", call_id="sp", background=True)
     answers: list[object] = []
@@ -537,8 +542,8 @@ def test_a_cancelled_turn_takes_its_coroutine_tool_with_it(store: Store) -> None
 def test_live_answers_are_flagged_errors_and_their_text_agrees() -> None:
     """D1, D2 and B1 carry `is_error: true` (not the tool's own answer, as
     recovery's), and no text says it is not an error."""
-    from turnlog.budgets import budget_spent_result
-    from turnlog.deadlines import behind_deadline_result, past_deadline_result
+    from turnlog.runtime.budgets import budget_spent_result
+    from turnlog.runtime.deadlines import behind_deadline_result, past_deadline_result
 
     pay, ls = ToolCall(id="c1", name="pay"), ToolCall(id="c2", name="ls")
     answers = [

@@ -14,8 +14,8 @@ import pytest
 import turnlog
 from builders import crashed_session, put
 from entry_point import cli
+from turnlog.ops.transfer import copy_session
 from turnlog.stores import JSONLStore, SessionMismatchError, SQLiteStore
-from turnlog.transfer import copy_session
 
 MISMATCH = "holds session 'run-1', not 'run-1.bak'"
 

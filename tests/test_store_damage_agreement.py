@@ -21,10 +21,10 @@ from builders import (
     turn_start,
 )
 from turnlog import events as ev
-from turnlog.damage import Scan
+from turnlog.core.damage import Scan
+from turnlog.core.tail import Tail
 from turnlog.stores import JSONLStore
-from turnlog.stores.jsonl_record import encode_line
-from turnlog.tail import Tail
+from turnlog.stores.record import encode_line
 
 # Two closed turns, a revival, and a crashed one: the backward reader stops at
 # the last turn boundary, so damage older than it is seen by the forward

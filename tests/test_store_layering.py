@@ -12,9 +12,9 @@ BELOW_STORES = {
     "turnlog",
     "turnlog.events",
     "turnlog.errors",
-    "turnlog.damage",
-    "turnlog.tail",
-    "turnlog.sniff",
+    "turnlog.core.damage",
+    "turnlog.core.tail",
+    "turnlog.core.sniff",
 }
 # No storage module grows past this: one job each.
 MAX_LINES = 600
@@ -43,18 +43,18 @@ def test_stores_import_nothing_above_them() -> None:
 
 def test_the_leaves_import_no_store_and_no_format() -> None:
     for name in (
-        "sniff.py",
-        "tail.py",
-        "revivable.py",
+        "core/sniff.py",
+        "core/tail.py",
+        "core/revivable.py",
         "text.py",
-        "fold.py",
-        "state.py",
-        "open_turn.py",
-        "transcript.py",
-        "batch_order.py",
-        "clock.py",
-        "durability.py",
-        "crashed.py",
+        "core/fold.py",
+        "core/state.py",
+        "core/open_turn.py",
+        "core/transcript.py",
+        "core/batch_order.py",
+        "core/clock.py",
+        "core/durability.py",
+        "core/crashed.py",
     ):
         above = {
             m for m in imports(SRC / name) if m.startswith(("turnlog.stores", "turnlog.formats"))
@@ -69,14 +69,14 @@ def test_the_storage_modules_stay_small() -> None:
         *(
             SRC / name
             for name in (
-                "transfer.py",
-                "sweeper.py",
-                "triage.py",
-                "tail.py",
-                "log.py",
-                "fold.py",
-                "aio.py",
-                "loop.py",
+                "ops/transfer.py",
+                "ops/sweep.py",
+                "ops/inspection.py",
+                "core/tail.py",
+                "handle/log.py",
+                "core/fold.py",
+                "runtime/async_loop.py",
+                "runtime/loop.py",
             )
         ),
     ]

@@ -18,7 +18,7 @@ from builders import assistant, call, dispatch, number, step_start, turn_start
 from entry_point import cli
 from turnlog import events as ev
 from turnlog.stores import NotAStoreError, SQLiteStore, StoreNotFoundError, open_store
-from turnlog.stores.jsonl_record import encode_line
+from turnlog.stores.record import encode_line
 
 CRASHED = number(
     [

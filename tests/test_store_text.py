@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from turnlog.events import content_text
-from turnlog.formats.transcript import text_of as transcript_text_of
+from turnlog.formats.builder import text_of as transcript_text_of
 from turnlog.providers.common import text_of as provider_text_of
 from turnlog.text import display_text, foreign_text, message_text
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import turnlog
 from turnlog import events as ev
-from turnlog.aio import aopen, arun_turn
+from turnlog.core.fold import Message
 from turnlog.events import Event, ToolCall
-from turnlog.fold import Message
-from turnlog.loop import Reply, Tool
+from turnlog.runtime.async_loop import aopen, arun_turn
+from turnlog.runtime.loop import Reply, Tool
 from turnlog.stores import SQLiteStore
 
 

@@ -219,7 +219,7 @@ def test_sweep_skips_recent_sessions_and_revives_within_the_cap(tmp_path: Path) 
 SWEEPER = """
 import sys, json, turnlog
 from turnlog.stores import open_store
-from turnlog.sweeper import sweep
+from turnlog.ops.sweep import sweep
 store, _ = open_store(sys.argv[1])
 done = sweep(store)
 print(json.dumps([s.session_id for s in done if s.action == "recovered"]))

@@ -16,19 +16,19 @@ from builders import assistant, call, number, put, step_start, turn_start
 from conftest import make_store
 from entry_point import cli
 from turnlog import events as ev
-from turnlog.fold import fold
+from turnlog.core.fold import fold
+from turnlog.ops.sweep import sweep
+from turnlog.ops.tree import revive_tree
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import JSONLStore, Store, child_session_id
-from turnlog.sweeper import sweep
-from turnlog.tree import revive_tree
 
 CHILD_AGENT = "worker-w1"
 
 # The carry-on, in a process of its own, as the `next:` line words it.
 CARRY_ON = """
 import sys, turnlog
-from turnlog.loop import AgentSpec, Reply, continue_run
-from turnlog.tree import settled_events, wait_child
+from turnlog.runtime.loop import AgentSpec, Reply, continue_run
+from turnlog.ops.tree import settled_events, wait_child
 store, _ = turnlog.open_store(sys.argv[1])
 child = sys.argv[2]
 with turnlog.open(store, child) as log:
@@ -191,7 +191,7 @@ def test_a_tree_whose_carry_on_died_is_swept_again(
     """Once no awaited child runs or has written for the grace period, the
     carry-on is taken for dead: the waiting root is recovered like any crash,
     not left open forever."""
-    from turnlog import sweeper
+    from turnlog.ops import sweep as sweeper
 
     store = JSONLStore(tmp_path)
     crashed_tree(store)

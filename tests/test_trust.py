@@ -34,11 +34,11 @@ from builders import (
 from entry_point import cli
 from turnlog import events as ev
 from turnlog import providers
+from turnlog.core.fold import fold
 from turnlog.events import MAX_LINE_BYTES, MAX_NESTING_DEPTH, Event
-from turnlog.fold import fold
-from turnlog.fork import fork_session
+from turnlog.ops.fork import fork_session
 from turnlog.stores import JSONLStore, MemoryStore
-from turnlog.stores.jsonl_record import encode_line
+from turnlog.stores.record import encode_line
 
 SHARED_FORMATS = Path(__file__).resolve().parents[2] / "shared" / "formats"
 
@@ -224,7 +224,9 @@ def test_bytes_that_cannot_be_a_record_are_still_a_torn_tail(tmp_path: Path) -> 
 
 def _append_sized(store: turnlog.Store, size_bytes: int) -> None:
     with turnlog.open(store, "big", durability="none") as log:
-        probe = Event(seq=log.next_seq, data=ev.UserMessage(content="x"), ts=turnlog.log.utc_now())
+        probe = Event(
+            seq=log.next_seq, data=ev.UserMessage(content="x"), ts=turnlog.core.clock.utc_now()
+        )
         content = "x" * (size_bytes - len(encode_line(probe)) + 1)
         log.user(content)
 

@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from strategies import rich_sessions
 from turnlog import events as ev
 from turnlog import providers
+from turnlog.core.fold import fold
+from turnlog.core.recovery import plan
+from turnlog.core.verdict import verdict
 from turnlog.events import Event
-from turnlog.fold import fold
-from turnlog.recovery import plan
 from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore
-from turnlog.stores.jsonl_record import encode_line
-from turnlog.verdict import verdict
+from turnlog.stores.record import encode_line
 
 
 @settings(max_examples=80, deadline=None)

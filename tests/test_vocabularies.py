@@ -22,14 +22,14 @@ import pytest
 import turnlog
 from builders import assistant, crashed_session, put, turn_end, turn_start, write_session
 from turnlog import events as ev
-from turnlog import sweeper
+from turnlog.core.revivable import Refusal, refusal
 from turnlog.errors import TurnlogError
-from turnlog.revivable import Refusal, refusal
-from turnlog.revival import RevivalReason
+from turnlog.ops import sweep as sweeper
+from turnlog.ops.inspection import Inspection, InspectionReason, InspectionStatus
+from turnlog.ops.revival import RevivalReason
+from turnlog.ops.sweep import SweepAction, sweep
+from turnlog.ops.tree import TreeDecision, TreeNode, TreeOutcome, revive_tree
 from turnlog.stores import JSONLStore
-from turnlog.sweeper import SweepAction, sweep
-from turnlog.tree import TreeDecision, TreeNode, TreeOutcome, revive_tree
-from turnlog.triage import Inspection, InspectionReason, InspectionStatus
 
 PROGRAM = str(Path(__file__).with_name("agent_program.py"))
 SIGKILLED = -9

@@ -12,9 +12,9 @@ import turnlog
 from builders import assert_exports_valid, write_session
 from turnlog import events as ev
 from turnlog import providers
+from turnlog.core.fold import Message
 from turnlog.errors import SessionInterruptedError, WriteOrderError
 from turnlog.events import ToolCall
-from turnlog.fold import Message
 from turnlog.stores import MemoryStore
 
 PAY = ToolCall(id="c1", name="pay", arguments={"id": 7})

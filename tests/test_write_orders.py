@@ -23,13 +23,13 @@ from hypothesis import strategies as st
 import turnlog
 from builders import assert_exports_valid
 from turnlog import events as ev
+from turnlog.core.fold import fold
+from turnlog.core.recovery import plan
+from turnlog.core.tail import Tail, collect_tail
+from turnlog.core.verdict import verdict
 from turnlog.errors import TurnlogError
 from turnlog.events import Event, ToolCall
-from turnlog.fold import fold
-from turnlog.recovery import plan
 from turnlog.stores import MemoryStore
-from turnlog.tail import Tail, collect_tail
-from turnlog.verdict import verdict
 
 IDS = ["c1", "c2", "c3", "ghost"]
 CONTENTS: list[Any] = ["", "  ", "thinking it over", [{"type": "text", "text": " \n"}]]

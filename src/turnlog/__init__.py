@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # What type checkers and IDEs see; at run time `__getattr__` imports each
     # name from the same module on first use.
-    from turnlog.aio import AsyncLog, aopen, arun_turn
+    from turnlog.core.recovery import Plan, plan
+    from turnlog.core.verdict import Verdict, is_finished, verdict
     from turnlog.errors import (
         CorruptLogError,
         FormatError,
@@ -42,24 +43,23 @@ if TYPE_CHECKING:
         ToolResult,
         UserMessage,
     )
-    from turnlog.log import Log, open
-    from turnlog.loop import AgentSpec, Reply, Tool, continue_run, run_turn
-    from turnlog.recovery import Plan, plan
-    from turnlog.revival import Revival, revive
-    from turnlog.stored_recovery import Recovery, recover
+    from turnlog.handle.log import Log, open
+    from turnlog.ops.inspection import Inspection, inspect
+    from turnlog.ops.recover import Recovery, recover
+    from turnlog.ops.revival import Revival, revive
+    from turnlog.runtime.async_loop import AsyncLog, aopen, arun_turn
+    from turnlog.runtime.loop import AgentSpec, Reply, Tool, continue_run, run_turn
     from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store, open_store
-    from turnlog.triage import Inspection, inspect
-    from turnlog.verdict import Verdict, is_finished, verdict
 
 __version__ = "0.1.0"
 
 # Each top-level name and the module it is imported from on first use.
 _HOMES: dict[str, str] = {
     # Writing a session.
-    "open": "turnlog.log",
-    "Log": "turnlog.log",
-    "aopen": "turnlog.aio",
-    "AsyncLog": "turnlog.aio",
+    "open": "turnlog.handle.log",
+    "Log": "turnlog.handle.log",
+    "aopen": "turnlog.runtime.async_loop",
+    "AsyncLog": "turnlog.runtime.async_loop",
     # What a user appends.
     "ToolCall": "turnlog.events",
     "UserMessage": "turnlog.events",
@@ -69,24 +69,24 @@ _HOMES: dict[str, str] = {
     "Custom": "turnlog.events",
     "Compaction": "turnlog.events",
     # After a crash, and what each answer is.
-    "inspect": "turnlog.triage",
-    "Inspection": "turnlog.triage",
-    "recover": "turnlog.stored_recovery",
-    "Recovery": "turnlog.stored_recovery",
-    "revive": "turnlog.revival",
-    "Revival": "turnlog.revival",
-    "plan": "turnlog.recovery",
-    "Plan": "turnlog.recovery",
-    "verdict": "turnlog.verdict",
-    "Verdict": "turnlog.verdict",
-    "is_finished": "turnlog.verdict",
+    "inspect": "turnlog.ops.inspection",
+    "Inspection": "turnlog.ops.inspection",
+    "recover": "turnlog.ops.recover",
+    "Recovery": "turnlog.ops.recover",
+    "revive": "turnlog.ops.revival",
+    "Revival": "turnlog.ops.revival",
+    "plan": "turnlog.core.recovery",
+    "Plan": "turnlog.core.recovery",
+    "verdict": "turnlog.core.verdict",
+    "Verdict": "turnlog.core.verdict",
+    "is_finished": "turnlog.core.verdict",
     # The reference loop.
-    "run_turn": "turnlog.loop",
-    "arun_turn": "turnlog.aio",
-    "continue_run": "turnlog.loop",
-    "AgentSpec": "turnlog.loop",
-    "Tool": "turnlog.loop",
-    "Reply": "turnlog.loop",
+    "run_turn": "turnlog.runtime.loop",
+    "arun_turn": "turnlog.runtime.async_loop",
+    "continue_run": "turnlog.runtime.loop",
+    "AgentSpec": "turnlog.runtime.loop",
+    "Tool": "turnlog.runtime.loop",
+    "Reply": "turnlog.runtime.loop",
     # Where sessions live.
     "open_store": "turnlog.stores",
     "Store": "turnlog.stores",
@@ -159,20 +159,20 @@ _MOVED: dict[str, str] = {
             "subagent_tool",
             "task_wait_tool",
         ],
-        "turnlog.loop",
+        "turnlog.runtime.loop",
     ),
     **dict.fromkeys(["Holder", "register_backend"], "turnlog.stores"),
-    **dict.fromkeys(["Fold", "Message", "SessionState", "fold"], "turnlog.fold"),
-    **dict.fromkeys(["OwedCall", "Wait"], "turnlog.verdict"),
-    **dict.fromkeys(["interrupted", "patch_dangling_tool_calls"], "turnlog.recovery"),
-    **dict.fromkeys(["RevivedTree", "TreeNode", "revive_tree"], "turnlog.tree"),
-    **dict.fromkeys(["Report", "verify_session", "verify_store"], "turnlog.verify"),
-    **dict.fromkeys(["copy_session", "write_events"], "turnlog.transfer"),
-    **dict.fromkeys(["fork", "fork_session"], "turnlog.fork"),
-    **dict.fromkeys(["Problem", "TornTail"], "turnlog.damage"),
-    "Budget": "turnlog.budgets",
-    "NoticeStyle": "turnlog.notices",
-    "sweep": "turnlog.sweeper",
+    **dict.fromkeys(["Fold", "Message", "SessionState", "fold"], "turnlog.core.fold"),
+    **dict.fromkeys(["OwedCall", "Wait"], "turnlog.core.verdict"),
+    **dict.fromkeys(["interrupted", "patch_dangling_tool_calls"], "turnlog.core.recovery"),
+    **dict.fromkeys(["RevivedTree", "TreeNode", "revive_tree"], "turnlog.ops.tree"),
+    **dict.fromkeys(["Report", "verify_session", "verify_store"], "turnlog.ops.verify"),
+    **dict.fromkeys(["copy_session", "write_events"], "turnlog.ops.transfer"),
+    **dict.fromkeys(["fork", "fork_session"], "turnlog.ops.fork"),
+    **dict.fromkeys(["Problem", "TornTail"], "turnlog.core.damage"),
+    "Budget": "turnlog.runtime.budgets",
+    "NoticeStyle": "turnlog.core.notices",
+    "sweep": "turnlog.ops.sweep",
 }
 
 

@@ -1,73 +1,27 @@
-"""Recovering a stored session by name: the plan from its tail, appended under the writer lock."""
+"""The door of `turnlog.stored_recovery`, which lives in `turnlog.ops.recover`: it only
+re-exports the documented names, so code written for the old path keeps working."""
 
-from __future__ import annotations
-
-import os
-
-import msgspec
-
-from turnlog.damage import TornTail
-from turnlog.errors import SessionLockedError, UnfinishedSessionError
-from turnlog.recovery import Plan, plan_verdict
-from turnlog.selfcheck import recovery_exports
-from turnlog.stores import Store
-from turnlog.triage import stored_session
-
-
-class Recovery(msgspec.Struct, frozen=True, kw_only=True):
-    """What `recover` appended, and the torn tail it moved aside first."""
-
-    plan: Plan
-    torn_tail: TornTail | None = None
-    # Background children whose report the session still owes: recovery
-    # neither runs nor drops them; the session's next turn delivers each
-    # report once, or reports the child lost.
-    reports_owed: tuple[str, ...] = ()
-
-
-def plan_stored(target: str | os.PathLike[str] | Store, session_id: str | None = None) -> Plan:
-    """What `recover` would append now, from the tail, writing nothing.
-
-    Refuses (`SessionLockedError`) while a live writer holds the session: its
-    open turn is work in progress, not a crash.
-    """
-    store, session_id = stored_session(target, session_id)
-    holder = store.lock_holder(session_id)
-    if holder is not None:
-        raise SessionLockedError(
-            f"session {session_id!r} is running: {holder.describe()} holds its writer",
-            pid=holder.pid,
-        )
-    tail = store.read_tail(session_id)
-    if not tail.events:
-        raise UnfinishedSessionError(
-            f"session {session_id!r} holds no complete session header: a crash cut its "
-            "creation short"
-        )
-    return plan_verdict(tail.verdict())
-
-
-def recover(
-    target: str | os.PathLike[str] | Store,
-    session_id: str | None = None,
-    *,
-    force: bool = False,
-) -> Recovery:
-    """Append the repair plan to a stored session, under the writer lock.
-    The session is named as `turnlog.open` takes it (a path, or a store and id).
-
-    Reads only the tail, under the lock: the open turn and its calls are all
-    after the last turn boundary, so a 10 GB log costs what a 10 KB one does.
-    A torn tail is moved aside first; damage among the events the verdict
-    reads refuses the session and changes nothing. Idempotent: a recovered
-    session plans nothing.
-    """
-    store, session_id = stored_session(target, session_id)
-    with store.writer(session_id, force=force, check="tail") as writer:
-        tail = writer.tail or store.read_tail(session_id)
-        found = tail.verdict()
-        repairs = plan_verdict(found)
-        if repairs.events:
-            with recovery_exports(store, session_id):
-                writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
-        return Recovery(plan=repairs, torn_tail=writer.torn_tail, reports_owed=found.reports_owed)
+from turnlog.core.damage import (
+    TornTail as TornTail,
+)
+from turnlog.core.recovery import (
+    Plan as Plan,
+)
+from turnlog.errors import (
+    SessionLockedError as SessionLockedError,
+)
+from turnlog.errors import (
+    UnfinishedSessionError as UnfinishedSessionError,
+)
+from turnlog.ops.recover import (
+    Recovery as Recovery,
+)
+from turnlog.ops.recover import (
+    plan_stored as plan_stored,
+)
+from turnlog.ops.recover import (
+    recover as recover,
+)
+from turnlog.stores.base import (
+    Store as Store,
+)

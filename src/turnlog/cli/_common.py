@@ -12,8 +12,8 @@ import click
 import msgspec
 
 from turnlog.cli.numbers import WholeNumber
+from turnlog.core.revivable import DEFAULT_MAX_REVIVALS
 from turnlog.errors import FormatError, SessionLockedError, TurnlogError, UsageError
-from turnlog.revivable import DEFAULT_MAX_REVIVALS
 from turnlog.stores import DEFAULT_STORE, STORE_ENV, Store
 
 if TYPE_CHECKING:

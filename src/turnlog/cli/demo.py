@@ -19,7 +19,7 @@ from turnlog.stores import DEFAULT_STORE
 @_reports_errors
 def demo_command(directory: str) -> None:
     """Crash a scripted agent mid-tool-call, then inspect, plan, recover and revive it."""
-    from turnlog.demo import run_demo
+    from turnlog.cli.demo_agent import run_demo
 
     # The demo draws rules across the width: piped, it keeps a terminal's.
     run_demo(_console(unfolded_when_piped=False), directory)

@@ -99,7 +99,7 @@ def doctor_command(
     when a file looks live, 3 when a file could not be read or repaired: the
     worst over all files.
     """
-    from turnlog.rescue import (
+    from turnlog.formats.rescue import (
         DEFAULT_FOLDERS,
         Failure,
         Repair,
@@ -243,7 +243,7 @@ def import_command(kind: str, files: tuple[str, ...], store_url: str | None, as_
     whatever order the files come in. Exits 3 if any file could not be
     imported (the others are).
     """
-    from turnlog.rescue import import_file
+    from turnlog.formats.rescue import import_file
 
     store = store_from_url(store_url)
     store.init()

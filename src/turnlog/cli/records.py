@@ -72,7 +72,7 @@ def show_command(
     if as_json:
         _stream_json({"session_id": session_id, "events": (ev.to_builtins(e) for e in events)})
     else:
-        from turnlog.render import render_timeline
+        from turnlog.cli.render import render_timeline
 
         render_timeline(_console(), events, full=full)
 
@@ -144,7 +144,7 @@ def verify_command(session: str | None, store_url: str | None, strict: bool, as_
 
     Exits 1 listing every problem, 0 when clean.
     """
-    from turnlog.verify import verify_session, verify_store
+    from turnlog.ops.verify import verify_session, verify_store
 
     if session is not None:
         store, session_id = resolve_session(session, store_url)

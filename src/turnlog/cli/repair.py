@@ -43,7 +43,7 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
 
     A torn tail is moved to a sidecar file first. Running it again appends nothing.
     """
-    from turnlog.stored_recovery import recover
+    from turnlog.ops.recover import recover
 
     store, session_id = resolve_session(session, store_url)
     recovery = recover(store, session_id, force=force)
@@ -63,7 +63,7 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
     if torn is not None:
         console.print(f"moved a torn tail of {torn.size_bytes} bytes to {torn.sidecar}")
     if repairs.events:
-        from turnlog.render import render_events
+        from turnlog.cli.render import render_events
 
         render_events(console, repairs.events, title="appended")
     else:
@@ -97,9 +97,9 @@ def revive_command(
     1 when there was nothing to revive (finished, empty, past the cap), 4
     while a live writer holds a session.
     """
-    from turnlog.log import open as open_log
-    from turnlog.revival import revive
-    from turnlog.tree import revive_tree
+    from turnlog.handle.log import open as open_log
+    from turnlog.ops.revival import revive
+    from turnlog.ops.tree import revive_tree
 
     store, session_id = resolve_session(session, store_url)
     if tree:
@@ -219,7 +219,7 @@ def _describe_node(node: dict[str, Any]) -> str:
 
 def _print_node(console: Console, node: dict[str, Any], events: Sequence[ev.Event]) -> None:
     """A node's outcome, then every event it appended, synthetic results with their risk."""
-    from turnlog.render import render_events
+    from turnlog.cli.render import render_events
 
     console.print(_describe_node(node))
     if events:
@@ -265,7 +265,7 @@ def sweep_command(
     repaired under its writer lock, once. Lists what this sweeper did and what
     it skipped (running, corrupt, too recent), and why.
     """
-    from turnlog.sweeper import sweep
+    from turnlog.ops.sweep import sweep
 
     if store_positional is not None and store_url is not None and store_positional != store_url:
         raise UsageError(

@@ -45,7 +45,7 @@ def ls_command(store_url: str | None, limit: int | None, after: str | None, as_j
 
     Sessions come in id order; --limit and --after page through a large store.
     """
-    from turnlog.triage import inspect
+    from turnlog.ops.inspection import inspect
 
     store = existing_store(store_url)
     ids = [sid for sid in store.sessions() if after is None or sid > after]
@@ -74,7 +74,7 @@ def ls_command(store_url: str | None, limit: int | None, after: str | None, as_j
     if as_json:
         _emit_json({"store": store.url, "sessions": rows, "next_after": next_after})
     else:
-        from turnlog.render import render_sessions
+        from turnlog.cli.render import render_sessions
 
         render_sessions(console, rows)
         for session_id, problem in flagged:
@@ -95,8 +95,8 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
     Exits 3 when the session is unreadable or corrupt, else 0.
     """
     from turnlog.errors import SessionNotFoundError
+    from turnlog.ops.inspection import inspect
     from turnlog.stores import store_from_url
-    from turnlog.triage import inspect
 
     try:
         store, session_id = resolve_session(session, store_url)
@@ -117,7 +117,7 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
             document["torn_tail"]["bytes"] = document["torn_tail"]["size_bytes"]
         _emit_json(document)
     else:
-        from turnlog.render import render_inspection
+        from turnlog.cli.render import render_inspection
 
         render_inspection(_console(), found)
     if found.status in ("unreadable", "corrupt"):
@@ -136,7 +136,7 @@ def plan_command(session: str, store_url: str | None, check: bool, as_json: bool
     Reads only the tail, as `recover` does. Exits 4 while a live writer holds
     the session: its open turn is work in progress, not a crash.
     """
-    from turnlog.stored_recovery import plan_stored
+    from turnlog.ops.recover import plan_stored
 
     store, session_id = resolve_session(session, store_url)
     repairs = plan_stored(store, session_id)
@@ -153,7 +153,7 @@ def plan_command(session: str, store_url: str | None, check: bool, as_json: bool
         )
     else:
         console = _console()
-        from turnlog.render import render_events
+        from turnlog.cli.render import render_events
 
         render_events(console, repairs.events, title="recovery would append")
         for warning in repairs.warnings:

@@ -24,13 +24,13 @@ from turnlog.cli._common import (
     store_option,
 )
 from turnlog.cli.numbers import WholeNumber
+from turnlog.core.fold import Fold, Message
+from turnlog.core.recovery import patch_dangling_tool_calls
 from turnlog.errors import UsageError
-from turnlog.fold import Fold, Message
-from turnlog.recovery import patch_dangling_tool_calls
 from turnlog.stores import open_store, resolve_session, store_from_url
 
 if TYPE_CHECKING:
-    from turnlog.transfer import CopyIncompleteError, CopyRefusedError
+    from turnlog.ops.transfer import CopyIncompleteError, CopyRefusedError
 
 
 @click.command("fork")
@@ -53,8 +53,8 @@ def fork_command(
 
     A fork point inside a turn is refused: half a turn is never inherited.
     """
-    from turnlog.fork import fork_session
-    from turnlog.log import utc_now
+    from turnlog.handle.log import utc_now
+    from turnlog.ops.fork import fork_session
 
     store, session_id = resolve_session(session, store_url)
     new_id = fork_session(store, session_id, at_seq, new_id=new_id, created_at=utc_now())
@@ -205,7 +205,7 @@ def copy_command(
     one .jsonl session file. This is how a store moves from files to a database.
     """
     from turnlog.errors import SessionExistsError
-    from turnlog.transfer import CopyIncompleteError, CopyRefusedError, copy_sessions
+    from turnlog.ops.transfer import CopyIncompleteError, CopyRefusedError, copy_sessions
 
     source_store, file_session = open_store(source)
     source_store.require()

@@ -1,5 +1,5 @@
 """Transcripts other tools write: recognising them, and (later) reading them."""
 
-from turnlog.sniff import sniff
+from turnlog.core.sniff import sniff
 
 __all__ = ["sniff"]

@@ -7,12 +7,12 @@ import os
 from typing import Any, Final
 
 from turnlog import events as ev
-from turnlog.damage import Problem
+from turnlog.core.damage import Problem
+from turnlog.core.sniff import CLAUDE_CODE
 from turnlog.errors import InvalidSessionIdError, TurnlogError, UsageError
 from turnlog.events import ToolCall
+from turnlog.formats.builder import Builder, Call, Transcript, text_of
 from turnlog.formats.foreign import ForeignFileError, Parsed, open_regular, parse, read_file
-from turnlog.formats.transcript import Builder, Call, Transcript, text_of
-from turnlog.sniff import CLAUDE_CODE
 from turnlog.stores.base import child_session_id, validate_agent_id, validate_session_id
 
 INTERRUPT_PREFIX: Final = "[Request interrupted by user"

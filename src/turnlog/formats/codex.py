@@ -7,12 +7,12 @@ import os
 from typing import Any, Final
 
 from turnlog import events as ev
-from turnlog.damage import Problem
+from turnlog.core.damage import Problem
+from turnlog.core.sniff import CODEX
 from turnlog.errors import InvalidSessionIdError
 from turnlog.events import ToolCall
+from turnlog.formats.builder import Builder, Call, Transcript, text_of
 from turnlog.formats.foreign import Parsed, parse, read_file
-from turnlog.formats.transcript import Builder, Call, Transcript, text_of
-from turnlog.sniff import CODEX
 from turnlog.stores.base import validate_session_id
 
 # Items the model writes; consecutive ones form one assistant message.

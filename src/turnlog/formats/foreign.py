@@ -14,9 +14,9 @@ from typing import Any, Final
 
 import msgspec
 
-from turnlog.damage import Problem, TornTail
+from turnlog.core.damage import Problem, TornTail
+from turnlog.core.sniff import CLAUDE_CODE, CODEX
 from turnlog.errors import SessionLockedError, TurnlogError, UsageError
-from turnlog.sniff import CLAUDE_CODE, CODEX
 from turnlog.stores.sidecar import move_torn_tail
 
 # A transcript modified this recently may still be written by its tool. Codex

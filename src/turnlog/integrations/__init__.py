@@ -14,8 +14,8 @@ from typing import Any, Literal, TypeVar
 from turnlog import events as ev
 from turnlog.errors import SessionInterruptedError, TurnlogError, UsageError
 from turnlog.events import check_idempotency
-from turnlog.log import Log
-from turnlog.log import open as open_log
+from turnlog.handle.log import Log
+from turnlog.handle.log import open as open_log
 from turnlog.stores import Store, open_store
 
 HistoryCheck = Literal["strict", "warn", "off"]
@@ -125,7 +125,7 @@ def repair(log: Log, *, recover: bool = False, revive: bool = False) -> None:
         if not log.crashed:
             return
         if revive:
-            from turnlog.revival import revive as revive_log
+            from turnlog.ops.revival import revive as revive_log
 
             revived = revive_log(log)
             if not revived.revived and revived.reason in ("revival_cap", "revival_disabled"):

@@ -48,8 +48,10 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from turnlog import events as ev
+from turnlog.core.recovery import unwind_result
 from turnlog.errors import TurnlogError
 from turnlog.events import Origin, ToolCall
+from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
     acquire,
@@ -65,8 +67,6 @@ from turnlog.integrations import (
     tool_idempotency,
 )
 from turnlog.integrations.answered import answer_before_dispatch
-from turnlog.log import Log
-from turnlog.recovery import unwind_result
 from turnlog.stores import Store, open_store
 
 # The ADK event itself, kept beside what turnlog made of it: ADK's state

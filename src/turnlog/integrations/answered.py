@@ -8,7 +8,7 @@ from typing import NoReturn
 from turnlog import events as ev
 from turnlog.errors import TurnlogError
 from turnlog.events import Origin
-from turnlog.log import Log
+from turnlog.handle.log import Log
 
 
 class AnsweredCallError(TurnlogError):

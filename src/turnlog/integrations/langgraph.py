@@ -28,9 +28,11 @@ from types import TracebackType
 from typing import Any
 
 from turnlog import events as ev
+from turnlog.core.recovery import unwind_result
 from turnlog.errors import UsageError
 from turnlog.events import Origin, ToolCall
-from turnlog.formats.transcript import text_of as _text
+from turnlog.formats.builder import text_of as _text
+from turnlog.handle.log import Log
 from turnlog.integrations import (
     HistoryCheck,
     acquire,
@@ -45,8 +47,6 @@ from turnlog.integrations import (
     tool_idempotency,
 )
 from turnlog.integrations.answered import RecordedAnswer, answer_before_dispatch
-from turnlog.log import Log
-from turnlog.recovery import unwind_result
 from turnlog.stores import Store
 
 # Which thread messages the log already holds, by LangChain message id: a
@@ -466,7 +466,7 @@ class TurnlogToolWrapper:
     ) -> tuple[list[Any], str | None] | None:
         from langchain_core.messages import HumanMessage, ToolMessage
 
-        from turnlog.revival import revive as revive_log
+        from turnlog.ops.revival import revive as revive_log
 
         messages = _messages(snapshot.values)
         last = messages[-1] if messages else None

@@ -24,10 +24,10 @@ from agents import RunHooks
 from agents.items import ModelResponse
 
 from turnlog import events as ev
-from turnlog.aio import AsyncLog
 from turnlog.errors import UsageError
 from turnlog.events import ToolCall
-from turnlog.formats.transcript import text_of as _text
+from turnlog.formats.builder import text_of as _text
+from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
     acquire,
@@ -43,8 +43,8 @@ from turnlog.integrations import (
     tool_idempotency,
 )
 from turnlog.integrations.answered import owed_here, recorded_answer, refuse_answered
-from turnlog.log import Log
 from turnlog.providers import openai_responses
+from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
 
 # Items the SDK hands over that turnlog has no message for are kept as this.

@@ -26,11 +26,11 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, SkipToolExecution, ToolFailed
 
 from turnlog import events as ev
-from turnlog.aio import AsyncLog
+from turnlog.core.fold import Message
 from turnlog.errors import UsageError
 from turnlog.events import ToolCall
-from turnlog.fold import Message
-from turnlog.formats.transcript import text_of
+from turnlog.formats.builder import text_of
+from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
     HistoryCheck,
@@ -48,7 +48,7 @@ from turnlog.integrations import (
     tool_idempotency,
 )
 from turnlog.integrations.answered import owed_here, recorded_answer
-from turnlog.log import Log
+from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
 
 # Origins of the results turnlog writes itself for calls that never returned.

@@ -6,10 +6,10 @@ import inspect
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
+from turnlog.core.fold import Message
 from turnlog.events import ToolCall
-from turnlog.fold import Message
-from turnlog.loop import Reply
 from turnlog.models.request_check import CheckMode, rendered
+from turnlog.runtime.loop import Reply
 
 if TYPE_CHECKING:
     import anthropic

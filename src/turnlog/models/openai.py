@@ -7,10 +7,10 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
+from turnlog.core.fold import Message
 from turnlog.events import ToolCall
-from turnlog.fold import Message
-from turnlog.loop import Reply
 from turnlog.models.request_check import CheckMode, rendered
+from turnlog.runtime.loop import Reply
 
 if TYPE_CHECKING:
     import openai

@@ -6,8 +6,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
+from turnlog.core.fold import Message
 from turnlog.errors import TurnlogError, UsageError
-from turnlog.fold import Message
 from turnlog.providers import render, validate
 from turnlog.providers.common import parts_of, text_of, unique_call_ids
 

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any, Final
 
+from turnlog.core.fold import Message
 from turnlog.errors import UsageError
-from turnlog.fold import Message
 from turnlog.providers import anthropic, gemini, openai_chat, openai_responses
 from turnlog.providers.common import Violation, unique_call_ids
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
+from turnlog.core.fold import Message
 from turnlog.events import Content
-from turnlog.fold import Message
 from turnlog.text import message_text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from turnlog.fold import Message
+from turnlog.core.fold import Message
 from turnlog.providers.common import Violation, arguments_json, parts_of, text_of
 
 NAME = "openai-responses"

@@ -11,7 +11,8 @@ from typing import ClassVar, Final, Self
 import msgspec
 
 from turnlog import events as ev
-from turnlog.damage import Problem, Scan, TornTail
+from turnlog.core.damage import Problem, Scan, TornTail
+from turnlog.core.tail import Tail, collect_tail
 from turnlog.errors import (
     CorruptLogError,
     InvalidSessionIdError,
@@ -23,7 +24,6 @@ from turnlog.errors import (
 )
 from turnlog.events import Event
 from turnlog.stores import holders
-from turnlog.tail import Tail, collect_tail
 
 # Portable on every filesystem and safe as a file name: no separators, no
 # leading dot (hidden files, `..`), bounded length.

@@ -6,6 +6,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
+from turnlog.core.tail import Tail
 from turnlog.errors import (
     SeqConflictError,
     SessionExistsError,
@@ -24,7 +25,6 @@ from turnlog.stores.base import (
     validate_header,
     validate_session_id,
 )
-from turnlog.tail import Tail
 
 
 class _MemoryWriter(StoreWriter):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from turnlog.core.tail import Tail
 from turnlog.errors import (
     LogPoisonedError,
     SessionExistsError,
@@ -23,12 +24,11 @@ from turnlog.stores.base import (
     seq_conflict,
     validate_session_id,
 )
-from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.locks import retry_lock
 from turnlog.stores.postgres_url import SCHEMA_NAME, redact_dsn, split_url
+from turnlog.stores.record import encode_line
 from turnlog.stores.rows import decode_row
 from turnlog.stores.sql import SQLStore
-from turnlog.tail import Tail
 
 if TYPE_CHECKING:
     import psycopg

@@ -6,7 +6,7 @@ from typing import NoReturn
 
 from turnlog.errors import CorruptLogError, FormatError, UnreadableRecordError
 from turnlog.events import Event
-from turnlog.stores.jsonl_record import classify_line, decode_sound_line
+from turnlog.stores.record import classify_line, decode_sound_line
 
 
 def decode_row(where: str, session_id: str, seq: int, line: object) -> Event:

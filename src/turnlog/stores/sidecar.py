@@ -7,7 +7,7 @@ import errno
 import os
 from typing import Final
 
-from turnlog.damage import TornTail
+from turnlog.core.damage import TornTail
 from turnlog.errors import StoreIOError
 from turnlog.stores.fileio import DEFAULT_IO, O_NOFOLLOW, FileIO
 

@@ -10,6 +10,7 @@ from collections.abc import Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
+from turnlog.core.tail import Tail
 from turnlog.errors import SessionNotFoundError, TurnlogError, UsageError
 from turnlog.events import Event
 from turnlog.stores import holders
@@ -23,7 +24,6 @@ from turnlog.stores.base import (
     validate_header,
 )
 from turnlog.stores.rows import decode_row, refuse_gap
-from turnlog.tail import Tail
 
 # Idle reading connections kept for reuse; more than this are closed when
 # given back (each is a file handle, or a server backend for PostgreSQL).

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Final
 
+from turnlog.core.tail import Tail
 from turnlog.errors import (
     LogPoisonedError,
     SessionExistsError,
@@ -27,12 +28,11 @@ from turnlog.stores.base import (
     seq_conflict,
     validate_session_id,
 )
-from turnlog.stores.jsonl_record import encode_line
 from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
+from turnlog.stores.record import encode_line
 from turnlog.stores.rows import decode_row
 from turnlog.stores.sql import SQLStore
 from turnlog.stores.sqlite_file import BUSY_TIMEOUT_MS, PROVING, probe, translate
-from turnlog.tail import Tail
 
 SCHEMA_VERSION: Final = 1
 

@@ -7,8 +7,8 @@ import pytest
 
 import turnlog
 from turnlog import events as ev
+from turnlog.core.fold import fold
 from turnlog.events import Event
-from turnlog.fold import fold
 from turnlog.stores.base import Store
 from turnlog.testing.support import (
     LOG,
@@ -124,7 +124,7 @@ class BasicContract(ContractBase):
             assert log.state == fold(events)
 
     def test_prebuilt_events_keep_their_seq_ts_and_origin(self, store: Store) -> None:
-        from turnlog.transfer import write_events
+        from turnlog.ops.transfer import write_events
 
         imported = [
             msgspec.structs.replace(event, ts=f"2025-01-0{1 + event.seq % 9}T00:00:00Z")

@@ -13,8 +13,8 @@ import pytest
 
 import turnlog
 from turnlog import events as ev
+from turnlog.core.fold import fold
 from turnlog.events import Event, ToolCall
-from turnlog.fold import fold
 from turnlog.stores.base import Store
 from turnlog.testing.support import (
     LOG,
@@ -76,9 +76,9 @@ class ConcurrencyContract(ContractBase):
         store.writer("s1").close()
 
     def test_the_asyncio_handle_runs_a_turn_of_parallel_calls(self, store: Store) -> None:
-        from turnlog.aio import aopen, arun_turn
-        from turnlog.fold import Message
-        from turnlog.loop import Reply, Tool
+        from turnlog.core.fold import Message
+        from turnlog.runtime.async_loop import aopen, arun_turn
+        from turnlog.runtime.loop import Reply, Tool
 
         calls = tuple(ToolCall(id=f"q{n}", name="slow" if n % 2 else "plain") for n in range(6))
 
@@ -187,7 +187,7 @@ class ConcurrencyContract(ContractBase):
     def test_a_session_opened_with_asyncio_names_the_line_that_opened_it(
         self, store: Store
     ) -> None:
-        from turnlog.aio import aopen
+        from turnlog.runtime.async_loop import aopen
 
         self.populate(store, LOG[:2])
 

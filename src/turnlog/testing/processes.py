@@ -129,7 +129,7 @@ def run_writers_beside(
     a thread). Checks every acknowledged event after each writer and returns
     the counts; a malformed or failed write raises at once."""
     import turnlog
-    from turnlog.sweeper import sweep
+    from turnlog.ops.sweep import sweep
 
     rng = random.Random(seed)
     url = contract.process_url(store)

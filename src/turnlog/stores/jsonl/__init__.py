@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from turnlog.damage import Scan
+from turnlog.core.damage import Scan
 from turnlog.stores.jsonl.backward import TAIL_BLOCK_BYTES
 from turnlog.stores.jsonl.head import HEADER_START, Head
 from turnlog.stores.jsonl.store import MAX_PATH_BYTES, SUFFIX, JSONLStore

@@ -7,7 +7,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Final, NoReturn
 
-from turnlog.damage import Problem, TornTail
+from turnlog.core.damage import Problem, TornTail
+from turnlog.core.tail import Tail, collect_tail, revival_anchor
 from turnlog.errors import (
     CorruptLogError,
     FormatError,
@@ -15,12 +16,11 @@ from turnlog.errors import (
 )
 from turnlog.events import MAX_LINE_BYTES, Event
 from turnlog.stores.jsonl.head import Head, line_number_at, read_head
-from turnlog.stores.jsonl_record import (
+from turnlog.stores.locks import flock_holder
+from turnlog.stores.record import (
     classify_line,
     decode_line,
 )
-from turnlog.stores.locks import flock_holder
-from turnlog.tail import Tail, collect_tail, revival_anchor
 
 # Backward reads go in blocks this size: large enough that a typical open
 # turn is one or two reads, small enough that detection reads almost nothing.

@@ -8,13 +8,13 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO, Final
 
 from turnlog import events as ev
-from turnlog.damage import Problem, Scan, TornTail
+from turnlog.core.damage import Problem, Scan, TornTail
 from turnlog.errors import (
     FormatError,
     UnreadableRecordError,
 )
 from turnlog.events import MAX_LINE_BYTES, Event
-from turnlog.stores.jsonl_record import (
+from turnlog.stores.record import (
     classify_line,
     decode_sound_line,
 )

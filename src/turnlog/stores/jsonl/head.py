@@ -16,7 +16,7 @@ from turnlog.errors import (
     UnreadableRecordError,
 )
 from turnlog.events import FORMAT_VERSION, MAX_LINE_BYTES, Event
-from turnlog.stores.jsonl_record import (
+from turnlog.stores.record import (
     check_crc,
     decode_line,
 )
@@ -120,7 +120,7 @@ def read_head(fd: int, path: str, end: int) -> Head:
 
 def not_ours(path: str, first_line: bytes) -> NoReturn:
     # The sniffer names what the file is instead: needed only on this refusal.
-    from turnlog.sniff import foreign_hint
+    from turnlog.core.sniff import foreign_hint
 
     if first_line.startswith(BOM):
         what = "starts with a byte-order mark, and a turnlog session starts with its header"

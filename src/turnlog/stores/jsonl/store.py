@@ -10,7 +10,8 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Final, NoReturn
 
-from turnlog.damage import Problem, Scan, TornTail
+from turnlog.core.damage import Problem, Scan, TornTail
+from turnlog.core.tail import Tail
 from turnlog.errors import (
     CorruptLogError,
     SessionExistsError,
@@ -41,11 +42,10 @@ from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
 from turnlog.stores.jsonl.backward import read_tail
 from turnlog.stores.jsonl.head import Head, misnamed_hint, read_head
 from turnlog.stores.jsonl.oserrors import closed_on_error, exists_at, kind_of, translate
-from turnlog.stores.jsonl_record import (
+from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
+from turnlog.stores.record import (
     encode_line,
 )
-from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
-from turnlog.tail import Tail
 
 if TYPE_CHECKING:
     from turnlog.stores.jsonl.writer import JSONLWriter

@@ -6,7 +6,8 @@ import errno
 import os
 from collections.abc import Sequence
 
-from turnlog.damage import TornTail
+from turnlog.core.damage import TornTail
+from turnlog.core.tail import Tail
 from turnlog.errors import (
     LogPoisonedError,
     SeqConflictError,
@@ -20,11 +21,10 @@ from turnlog.stores.base import (
 )
 from turnlog.stores.fileio import FileIO
 from turnlog.stores.jsonl.oserrors import translate
-from turnlog.stores.jsonl_record import (
+from turnlog.stores.record import (
     encode_line,
     encode_line_into,
 )
-from turnlog.tail import Tail
 
 
 class JSONLWriter(StoreWriter):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import SupportsIndex
 
-from turnlog.state import Message
+from turnlog.core.state import Message
 
 
 class NoTranscript(list[Message]):

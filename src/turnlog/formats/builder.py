@@ -8,9 +8,9 @@ from typing import Any
 import msgspec
 
 from turnlog import events as ev
-from turnlog.damage import Problem, TornTail
+from turnlog.core.damage import Problem, TornTail
+from turnlog.core.fold import Fold
 from turnlog.events import Content, Event, Origin, ToolCall
-from turnlog.fold import Fold
 from turnlog.text import foreign_text
 
 IMPORT = Origin.IMPORT.value

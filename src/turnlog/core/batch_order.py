@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+from turnlog.core.fold import Fold
+from turnlog.core.write_order import CHECKED_TYPES, order_error
 from turnlog.events import Event, EventData
-from turnlog.fold import Fold
-from turnlog.write_order import CHECKED_TYPES, order_error
 
 
 def check_batch(

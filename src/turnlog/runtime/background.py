@@ -11,14 +11,14 @@ from typing import Any, Final
 import msgspec
 
 from turnlog import events as ev
+from turnlog.core.fold import BackgroundChild, SessionState
+from turnlog.core.notices import NoticeStyle, framed
+from turnlog.core.revivable import DEFAULT_MAX_REVIVALS
 from turnlog.errors import SessionLockedError, TurnlogError
 from turnlog.events import Content, Origin
-from turnlog.fold import BackgroundChild, SessionState
-from turnlog.log import Log
-from turnlog.log import open as open_log
-from turnlog.notices import NoticeStyle, framed
-from turnlog.revivable import DEFAULT_MAX_REVIVALS
-from turnlog.revival import revive
+from turnlog.handle.log import Log
+from turnlog.handle.log import open as open_log
+from turnlog.ops.revival import revive
 from turnlog.stores import child_session_id
 
 #: The name of the reference loops' join tool.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+from turnlog.core.fold import Fold, Message, OpenTurn
+from turnlog.core.verdict import Verdict, decide
 from turnlog.errors import UsageError
-from turnlog.fold import Fold, Message, OpenTurn
-from turnlog.verdict import Verdict, decide
 
 DEFAULT_MAX_REVIVALS: Final = 3
 

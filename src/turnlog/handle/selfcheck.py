@@ -7,8 +7,8 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
+from turnlog.core.fold import Fold, Message
 from turnlog.errors import TurnlogError
-from turnlog.fold import Fold, Message
 from turnlog.stores.base import Store
 
 ENV: Final = "TURNLOG_SELF_CHECK"

@@ -7,10 +7,10 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 
-from turnlog import background
-from turnlog.budgets import Budget, seconds
+from turnlog.core.fold import Message
 from turnlog.events import Content, IdempotencyValue, ToolCall, check_idempotency
-from turnlog.fold import Message
+from turnlog.runtime import background
+from turnlog.runtime.budgets import Budget, seconds
 
 # A turn that keeps asking for tools is stopped here rather than run forever.
 MAX_STEPS_PER_TURN: Final = 32

@@ -5,15 +5,15 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from turnlog import background
 from turnlog import events as ev
-from turnlog.agents import Tool, ToolOutput
-from turnlog.deadlines import late_result
-from turnlog.dispatch import Dispatch
 from turnlog.errors import TurnlogError
 from turnlog.events import ToolCall
-from turnlog.log import Log
-from turnlog.subagents import agent_id_for
+from turnlog.handle.dispatch import Dispatch
+from turnlog.handle.log import Log
+from turnlog.runtime import background
+from turnlog.runtime.agents import Tool, ToolOutput
+from turnlog.runtime.deadlines import late_result
+from turnlog.runtime.subagents import agent_id_for
 
 
 def dispatch_options(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 
 from turnlog import events as ev
+from turnlog.core.open_turn import CallSighting, OpenTurn
 from turnlog.events import Content, ToolCall
-from turnlog.open_turn import CallSighting, OpenTurn
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):

@@ -6,15 +6,15 @@ import sys
 from typing import TYPE_CHECKING, Final
 
 from turnlog import events as ev
-from turnlog.clock import utc_now
+from turnlog.core.clock import utc_now
+from turnlog.core.recovery import unwind_events
 from turnlog.errors import TurnlogError, UsageError, WriteOrderError
 from turnlog.events import TurnEndReason
-from turnlog.recovery import unwind_events
 
 # These are the handle's own rules, kept apart by concept: they read and
 # change its private state under its lock, as its methods did.
 if TYPE_CHECKING:
-    from turnlog.log import Log
+    from turnlog.handle.log import Log
 
 
 # An enum's `.value` is a descriptor call: every turn reads a plain string.

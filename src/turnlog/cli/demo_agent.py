@@ -19,13 +19,13 @@ from rich.text import Text
 
 import turnlog
 from turnlog import providers
+from turnlog.cli.render import render_events, render_inspection, render_timeline
+from turnlog.core.fold import Message, fold
 from turnlog.events import ToolCall, content_text
-from turnlog.fold import Message, fold
-from turnlog.loop import AgentSpec, Reply, Tool, continue_tree, run_turn, subagent_tool
-from turnlog.render import render_events, render_inspection, render_timeline
-from turnlog.revival import revive
+from turnlog.ops.inspection import inspect
+from turnlog.ops.revival import revive
+from turnlog.runtime.loop import AgentSpec, Reply, Tool, continue_tree, run_turn, subagent_tool
 from turnlog.text import display_text
-from turnlog.triage import inspect
 
 IN_FLIGHT: Final = "IN-FLIGHT"
 # The child is killed long before this; the bound keeps a stray child finite.
@@ -190,7 +190,7 @@ def run_tree_agent(session_path: Path, workspace: Path) -> None:
 def _kill_when_in_flight(args: list[str]) -> int:
     """Run a demo agent in a child and SIGKILL it once its payment is in flight."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "turnlog.demo", *args], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "turnlog.cli.demo_agent", *args], stdout=subprocess.PIPE, text=True
     )
     try:
         assert child.stdout is not None

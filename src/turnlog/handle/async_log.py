@@ -14,18 +14,18 @@ from types import TracebackType
 from typing import Any, Final, ParamSpec, TypeVar
 
 from turnlog import events as ev
-from turnlog.dispatch import Dispatch, begin_dispatch_with
-from turnlog.durability import Durability
+from turnlog.core.durability import Durability
+from turnlog.core.fold import Message
+from turnlog.core.recovery import Plan
+from turnlog.core.verdict import Verdict
 from turnlog.errors import UsageError
 from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
-from turnlog.fold import Message
-from turnlog.log import Log
-from turnlog.log import open as open_log
-from turnlog.recovery import Plan
+from turnlog.handle.dispatch import Dispatch, begin_dispatch_with
+from turnlog.handle.log import Log
+from turnlog.handle.log import open as open_log
+from turnlog.handle.turns import Turn
 from turnlog.stores import Store
 from turnlog.stores.holders import OPENED_AT, caller_site
-from turnlog.turns import Turn
-from turnlog.verdict import Verdict
 
 #: The most events an `append_many` runs on the event loop's thread (see `AsyncLog`).
 LIGHT_BATCH_MAX_EVENTS: Final = 64

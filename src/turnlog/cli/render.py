@@ -11,9 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from turnlog import events as ev
-from turnlog.deadlines import LATE_RESULT_TYPE
 from turnlog.events import Event, content_text
-from turnlog.triage import Inspection
+from turnlog.ops.inspection import Inspection
+from turnlog.runtime.deadlines import LATE_RESULT_TYPE
 
 STATUS_STYLE = {
     "running": "bold cyan",

@@ -12,13 +12,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from turnlog import events as ev
-from turnlog import turns
-from turnlog.dispatch import Dispatch, dispatch_payload, end_dispatch
 from turnlog.events import ToolCall
-from turnlog.turns import Turn
+from turnlog.handle import turns
+from turnlog.handle.dispatch import Dispatch, dispatch_payload, end_dispatch
+from turnlog.handle.turns import Turn
 
 if TYPE_CHECKING:
-    from turnlog.log import Log
+    from turnlog.handle.log import Log
 
 
 class TurnBlock:

@@ -8,10 +8,10 @@ from typing import Final
 import msgspec
 
 from turnlog import events as ev
-from turnlog.damage import Problem, TornTail
+from turnlog.core.damage import Problem, TornTail
+from turnlog.core.fold import Fold
+from turnlog.core.verdict import Verdict, decide
 from turnlog.events import Event
-from turnlog.fold import Fold
-from turnlog.verdict import Verdict, decide
 
 
 class Tail(msgspec.Struct, frozen=True, kw_only=True):

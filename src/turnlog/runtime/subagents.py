@@ -8,13 +8,13 @@ from typing import Any
 
 import msgspec
 
-from turnlog import background
 from turnlog import events as ev
-from turnlog.agents import AgentSpec, Reply, Tool, ToolOutput
+from turnlog.core.fold import BackgroundChild, SessionState
 from turnlog.errors import UsageError
 from turnlog.events import Content, ToolCall
-from turnlog.fold import BackgroundChild, SessionState
-from turnlog.log import Log
+from turnlog.handle.log import Log
+from turnlog.runtime import background
+from turnlog.runtime.agents import AgentSpec, Reply, Tool, ToolOutput
 from turnlog.stores import child_session_id
 from turnlog.stores.base import MAX_SESSION_ID_CHARS
 

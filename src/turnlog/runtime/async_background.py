@@ -7,12 +7,12 @@ import contextlib
 import weakref
 from collections.abc import Awaitable, Callable
 
-from turnlog import background
 from turnlog import events as ev
-from turnlog.async_log import AsyncLog
+from turnlog.core.fold import SessionState
 from turnlog.errors import TurnlogError
 from turnlog.events import Content
-from turnlog.fold import SessionState
+from turnlog.handle.async_log import AsyncLog
+from turnlog.runtime import background
 
 # Background children running as tasks of this event loop, by parent handle.
 _CHILD_TASKS: weakref.WeakKeyDictionary[AsyncLog, dict[str, asyncio.Task[None]]] = (

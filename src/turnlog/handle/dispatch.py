@@ -6,15 +6,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from turnlog import events as ev
+from turnlog.core.recovery import unwind_result
 from turnlog.errors import UsageError, WriteOrderError
 from turnlog.events import Content, Event, IdempotencyValue, Origin, ToolCall
-from turnlog.recovery import unwind_result
-from turnlog.turns import describe_exception
+from turnlog.handle.turns import describe_exception
 
 # These are the handle's own rules, kept apart by concept: they read and
 # change its private state under its lock, as its methods did.
 if TYPE_CHECKING:
-    from turnlog.log import Log
+    from turnlog.handle.log import Log
 
 
 class Dispatch:

@@ -10,11 +10,11 @@ import uuid
 from typing import Any, NamedTuple
 
 from turnlog import events as ev
-from turnlog.clock import utc_now
-from turnlog.durability import Durability, check_durability
+from turnlog.core.clock import utc_now
+from turnlog.core.durability import Durability, check_durability
+from turnlog.core.fold import Fold
 from turnlog.errors import FormatError, SessionNotFoundError, UnfinishedSessionError, UsageError
 from turnlog.events import Event
-from turnlog.fold import Fold
 from turnlog.stores import open_store
 from turnlog.stores.base import Store, StoreWriter
 from turnlog.text import says_something

@@ -13,7 +13,10 @@ from typing import Any, Final
 import msgspec
 
 from turnlog import events as ev
-from turnlog.damage import Problem, TornTail
+from turnlog.core.damage import Problem, TornTail
+from turnlog.core.fold import Fold
+from turnlog.core.sniff import CLAUDE_CODE, CODEX, sniff
+from turnlog.core.verdict import decide
 from turnlog.errors import (
     NotASessionError,
     SessionExistsError,
@@ -22,8 +25,8 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Risk
-from turnlog.fold import Fold
 from turnlog.formats import claude_code, codex
+from turnlog.formats.builder import Transcript, is_reasoning_only
 from turnlog.formats.foreign import (
     MAX_SCAN_TAIL_BYTES,
     SCAN_TAIL_BYTES,
@@ -37,11 +40,8 @@ from turnlog.formats.foreign import (
     read_tail,
     refuse_if_live,
 )
-from turnlog.formats.transcript import Transcript, is_reasoning_only
-from turnlog.sniff import CLAUDE_CODE, CODEX, sniff
+from turnlog.ops.transfer import write_events
 from turnlog.stores import Store
-from turnlog.transfer import write_events
-from turnlog.verdict import decide
 
 KINDS: Final = (CLAUDE_CODE, CODEX)
 _TOOL_NAMES: Final = {CLAUDE_CODE: "Claude Code", CODEX: "Codex"}

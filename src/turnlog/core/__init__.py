@@ -1,0 +1,1 @@
+"""The pure rules: what a log means, decided without I/O."""

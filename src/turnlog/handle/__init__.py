@@ -1,0 +1,1 @@
+"""The writer handle: one session open for writing, through a store."""

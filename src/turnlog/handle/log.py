@@ -1,0 +1,524 @@
+"""The writer handle: append events in the right order, durably, with the fold current."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from turnlog import events as ev
+from turnlog.core.batch_order import check_batch
+from turnlog.core.clock import utc_now
+from turnlog.core.crashed import crashed_error, is_repair
+from turnlog.core.damage import TornTail
+from turnlog.core.durability import DURABILITY_MODES, Durability, check_durability, must_sync
+from turnlog.core.fold import Fold, Message, SessionState
+from turnlog.core.recovery import Plan, plan_verdict
+from turnlog.core.revivable import awaiting_children
+from turnlog.core.verdict import Verdict, decide
+from turnlog.core.write_order import ORDER_RULES, order_error
+from turnlog.errors import TurnlogError, UsageError
+from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
+from turnlog.handle import turns
+from turnlog.handle.blocks import DispatchBlock, StepBlock, TurnBlock
+from turnlog.handle.dispatch import Dispatch, begin_dispatch, end_dispatch
+from turnlog.handle.opening import open_session
+from turnlog.handle.selfcheck import recovery_exports
+from turnlog.handle.turns import Turn
+from turnlog.stores.base import Store, StoreWriter
+
+# Reachable here as before the handle's concepts had modules of their own.
+__all__ = [
+    "DURABILITY_MODES",
+    "Dispatch",
+    "Durability",
+    "Log",
+    "Turn",
+    "open",
+    "utc_now",
+]
+
+
+@contextmanager
+def _unchecked(store: Store, session_id: str) -> Iterator[None]:
+    yield
+
+
+def _observed(events: Iterable[Event], observe: Callable[[Event], None]) -> Iterator[Event]:
+    for event in events:
+        observe(event)
+        yield event
+
+
+class Log:
+    """One session opened for writing: holds the store's exclusive lock.
+
+    Appends are contiguous, durable per the `durability` mode, and folded as
+    they go, so `state` and `messages` are always current. Safe to share
+    between threads (frameworks run parallel tool calls in threads): appends
+    are serialized, so seqs never collide.
+
+    A session reopened to append is read from its tail only: a writer that
+    only appends never pays for the whole log. The transcript is folded from
+    the whole log on first use of `messages` or `state`.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        writer: StoreWriter,
+        fold: Fold,
+        *,
+        whole: bool = True,
+        durability: Durability = "barrier",
+    ) -> None:
+        check_durability(durability)
+        self.store = store
+        self._writer: StoreWriter | None = writer
+        self._durability = durability
+        # The mode never changes: a handle that never syncs skips the rule.
+        self._never_sync = durability == "none"
+        self._fold = fold
+        # False while `_fold` was fed from the tail: exact for the open turn,
+        # revivals and the next seq, but its transcript holds only the tail.
+        self._whole = whole
+        if fold.session is None:
+            raise TurnlogError(
+                "the session has no header event", hint="the log is not a turnlog session"
+            )
+        self.session_id: str = fold.session.session_id
+        self._turn: Turn | None = None
+        self._subscribers: list[Callable[[Sequence[Event], bool], None]] = []
+        # Reentrant: a dispatch block appends while holding it.
+        self._lock = threading.RLock()
+        # None, or, while an asyncio handle runs a write on its event loop's
+        # thread (`turnlog.async_log`), whether that write asked for a sync:
+        # the sync is then owed, and done off the loop before its await returns.
+        self._owed_sync: bool | None = None
+        # Opened with a turn open and no other writer: the process that wrote
+        # it died mid-turn. Until recovery closes that turn, anything else
+        # would land inside it (a user message between a call and its result).
+        # A turn a tree revival left open for its children's answers is not
+        # one: the carry-on may run in a new process (`turnlog revive --tree`).
+        self._crashed = fold.turn_open and not awaiting_children(fold)
+
+    # -- reading ---------------------------------------------------------------
+
+    # Reads take the handle's lock: parallel tool calls append from other
+    # threads, and a snapshot must not see an event half applied.
+
+    @property
+    def state(self) -> SessionState:
+        with self._lock:
+            return self._whole_fold().state
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        with self._lock:
+            return self._whole_fold().state.messages
+
+    @property
+    def transcript_read(self) -> bool:
+        """True once the whole log is read: `messages` and `state` then cost no I/O."""
+        return self._whole
+
+    @property
+    def crashed(self) -> bool:
+        """True while the handle holds a turn a crashed process left open:
+        every write but recovery's is refused until `recover()` runs."""
+        return self._crashed
+
+    def read_transcript(self, observe: Callable[[Event], None] | None = None) -> bool:
+        """Read the whole log now unless it is read already, showing each event
+        to `observe` on the way (one pass, for a caller that keeps an index of
+        its own, such as `x_*` events the fold skips). True if this call read it;
+        False if it was read before, and `observe` saw nothing."""
+        with self._lock:
+            if self._whole:
+                return False
+            self._whole_fold(observe)
+            return True
+
+    def _whole_fold(self, observe: Callable[[Event], None] | None = None) -> Fold:
+        """The fold of the whole log, read once on first need."""
+        if self._whole:
+            return self._fold
+        with self._lock:
+            if not self._whole:
+                # We hold the writer lock: the store holds exactly what this
+                # handle appended on top of what it read.
+                events = self.store.iter_events(self.session_id)
+                if observe is not None:
+                    events = _observed(events, observe)
+                whole = Fold(events)
+                if whole.next_seq != self._fold.next_seq:
+                    raise TurnlogError(
+                        f"session {self.session_id!r} holds {whole.next_seq} events where this "
+                        f"writer expects {self._fold.next_seq}",
+                        hint="another process wrote without the lock; reopen the session",
+                    )
+                self._fold = whole
+                self._whole = True
+            return self._fold
+
+    @property
+    def next_seq(self) -> int:
+        return self._fold.next_seq
+
+    @property
+    def durability(self) -> Durability:
+        return self._durability
+
+    @property
+    def torn_tail(self) -> TornTail | None:
+        """The torn tail moved aside when this session was opened, if there was one."""
+        return self._writer.torn_tail if self._writer is not None else None
+
+    @property
+    def header(self) -> ev.Session:
+        """The session's header: its id, agent, parent and spawning call."""
+        header = self._fold.session
+        assert header is not None  # checked when the handle was made
+        return header
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The handle's (reentrant) lock: hold it to make a check of the log and
+        the appends it leads to one step against other threads."""
+        return self._lock
+
+    def next_turn_start(self) -> ev.TurnStart:
+        """The `turn_start` the next turn begins with: numbered, and stamped
+        with the revivals so far and the reports still owed, so a tail reader
+        need not search for them."""
+        with self._lock:
+            fold = self._fold
+            owed = fold.reports_owed()
+            return ev.TurnStart(
+                turn=fold.last_turn_number + 1,
+                revivals=fold.revivals,
+                reports_owed=owed if owed else None,
+            )
+
+    def last_message(self) -> Message | None:
+        """The newest transcript entry (exact even when only the tail was read)."""
+        with self._lock:
+            return self._fold.last_message()
+
+    # -- writing ---------------------------------------------------------------
+
+    def _require_writer(self) -> StoreWriter:
+        if self._writer is None:
+            raise UsageError("the log is closed", hint="open the session again to write to it")
+        return self._writer
+
+    def _sync_needed(self, batch: Sequence[Event]) -> bool:
+        mode = self._durability
+        return any(must_sync(mode, event.data) for event in batch)
+
+    def _refuse_if_crashed(self, data: EventData, origin: str | None) -> None:
+        if self._crashed and not is_repair(data, origin):
+            where = self.store.location(self.session_id) or self.session_id
+            raise crashed_error(self.session_id, where)
+
+    def append_many(
+        self,
+        items: Sequence[EventData],
+        *,
+        origin: str | None = None,
+        sync: bool | None = None,
+        allow_undispatched: bool = False,
+    ) -> list[Event]:
+        """Append payloads as one batch (one write, at most one sync)."""
+        with self._lock:
+            writer = self._require_writer()
+            for data in items:
+                self._refuse_if_crashed(data, origin)
+            check_batch(self._fold, items, origin, allow_undispatched)
+            ts = utc_now()
+            first = self._fold.next_seq
+            batch = [
+                Event(seq=first + offset, data=data, ts=ts, origin=origin)
+                for offset, data in enumerate(items)
+            ]
+            self._write(writer, batch, sync)
+            return batch
+
+    def append(
+        self,
+        data: P,
+        *,
+        origin: str | None = None,
+        sync: bool | None = None,
+        allow_undispatched: bool = False,
+    ) -> Event[P]:
+        """Append one payload; returns the stored event. `sync` overrides the mode.
+
+        An append that breaks the write order is refused with `WriteOrderError`
+        and writes nothing (see `turnlog.write_order`): a `ToolResult` must
+        answer a call the open turn dispatched, unless `allow_undispatched`
+        says its dispatch is unknown (an import).
+        """
+        # The hot path of every agent loop: `_write` inlined for one event, and
+        # the lock taken by hand, which costs half of what a `with` block does.
+        lock = self._lock
+        lock.acquire()
+        try:
+            writer = self._writer
+            if writer is None:
+                writer = self._require_writer()
+            if self._crashed:
+                self._refuse_if_crashed(data, origin)
+            fold = self._fold
+            rule = ORDER_RULES.get(type(data))
+            if rule is not None:
+                if allow_undispatched:
+                    error = order_error(fold, data, origin, allow_undispatched=True)
+                else:
+                    error = rule(fold, data, origin)
+                if error is not None:
+                    raise error
+            event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
+            if sync is None:
+                sync = False if self._never_sync else must_sync(self._durability, data)
+            if sync and self._owed_sync is not None:
+                self._owed_sync, sync = True, False
+            try:
+                writer.append_one(event, sync)
+                fold.extend((event,))  # `apply`, one frame less
+            except BaseException:
+                # Exception-safe bookkeeping: whatever reached the store is
+                # folded, even when a signal handler raised mid-append.
+                if writer.next_seq > fold.next_seq:
+                    fold.apply(event)
+                raise
+            if self._subscribers:
+                for callback in self._subscribers:
+                    callback((event,), sync)
+            return event
+        finally:
+            lock.release()
+
+    def _write(self, writer: StoreWriter, batch: list[Event], sync: bool | None) -> None:
+        if not batch:
+            return
+        if sync is None:
+            sync = self._sync_needed(batch)
+        if sync and self._owed_sync is not None:
+            self._owed_sync, sync = True, False
+        try:
+            writer.append(batch, expected_seq=batch[0].seq, sync=sync)
+        finally:
+            landed = writer.next_seq - self._fold.next_seq
+            apply = self._fold.apply
+            for event in batch[: max(landed, 0)]:
+                apply(event)
+        if self._subscribers:
+            for callback in self._subscribers:
+                callback(batch, sync)
+
+    def subscribe(self, callback: Callable[[Sequence[Event], bool], None]) -> None:
+        """Call `callback(events, durable)` after every acknowledged append,
+        with `durable` true when the events were synced before it returned."""
+        self._subscribers.append(callback)
+
+    def system(self, content: Content) -> Event[ev.SystemMessage]:
+        return self.append(ev.SystemMessage(content=content))
+
+    def user(self, content: Content, *, injected: str | None = None) -> Event[ev.UserMessage]:
+        return self.append(ev.UserMessage(content=content, injected=injected))
+
+    def assistant(
+        self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
+    ) -> Event[ev.AssistantMessage]:
+        """Append an assistant message; the event it returns is typed, so
+        `msg.data.tool_calls` type-checks."""
+        return self.append(ev.AssistantMessage(content=content, tool_calls=list(tool_calls)))
+
+    # -- structure ---------------------------------------------------------------
+
+    def turn(self, *, resume: bool = False) -> TurnBlock:
+        """`turn_start` now, `turn_end` when the block ends.
+
+        If the block raises, every call the turn still owes is answered (a
+        dispatched one as outcome unknown, an undispatched one as not started),
+        an open step is closed, and the turn ends `error` (or `cancelled` for
+        a cancellation); the exception then propagates.
+
+        `resume=True` carries on the turn a tree revival left open (its waits
+        on subagents now answered) instead of starting one: its open step is
+        ended, and the block adds steps to the same turn.
+        """
+        return TurnBlock(self, resume)
+
+    # The halves of `turn`, `step` and `dispatch`, shared with the asyncio
+    # twin (`turnlog.aio`), which runs them on its writer thread. Their rules
+    # live in `turnlog.turns` and `turnlog.dispatch`.
+
+    def begin_turn(self, *, resume: bool = False) -> Turn:
+        return turns.begin_turn(self, resume=resume)
+
+    def fail_turn(self, exc: BaseException) -> None:
+        turns.fail_turn(self, exc)
+
+    def end_turn(self, turn: Turn) -> None:
+        turns.end_turn(self, turn)
+
+    def step(self) -> StepBlock:
+        """`step_start` now, `step_end` when the block ends (outcome `error` if it raised)."""
+        return StepBlock(self)
+
+    def begin_step(self) -> int:
+        return turns.begin_step(self)
+
+    def fail_step(self, exc: BaseException) -> None:
+        turns.unwind(self, exc, reason=None)
+
+    def end_step(self) -> None:
+        turns.end_step(self)
+
+    def dispatch(
+        self,
+        call: ToolCall,
+        *,
+        idempotency: IdempotencyValue | None = None,
+        join: str | None = None,
+    ) -> DispatchBlock:
+        """Write `tool_dispatch` (durable unless durability is `none`), then run the block.
+
+        Run the tool inside the block and record its output with
+        `handle.result(...)`. If the block raises or ends without a result,
+        the call is answered as outcome unknown, since it may have run.
+        """
+        payload = ev.ToolDispatch(
+            call_id=call.id, name=call.name, idempotency=idempotency, join=join
+        )
+        return DispatchBlock(self, call, payload)
+
+    def begin_dispatch(
+        self,
+        call: ToolCall,
+        *,
+        idempotency: IdempotencyValue | None = None,
+        join: str | None = None,
+    ) -> Dispatch:
+        return begin_dispatch(self, call, idempotency=idempotency, join=join)
+
+    def end_dispatch(self, handle: Dispatch, exc: BaseException | None) -> None:
+        """Answer the call as outcome unknown if the block left it unanswered."""
+        end_dispatch(self, handle, exc)
+
+    # -- recovery ------------------------------------------------------------------
+
+    def verdict(self) -> Verdict:
+        """What recovery and revival see in the session now (`verdict.decide`)."""
+        with self._lock:
+            return decide(self._fold)
+
+    def plan(self) -> Plan:
+        """The repairs recovery would append now (see `turnlog.plan`)."""
+        with self._lock:
+            return plan_verdict(decide(self._fold))
+
+    def recover(self, *, pending: Collection[str] = ()) -> Plan:
+        """Append the repair plan, synced; returns it (empty if nothing was owed).
+
+        `pending` names waits on subagents that a tree revival brings back:
+        they get no result and the turn stays open until they are answered.
+        """
+        with self._lock:
+            repairs = plan_verdict(decide(self._fold), pending=frozenset(pending))
+            if repairs.events:
+                # Waits left pending stay owed on purpose: nothing to check yet.
+                checked = recovery_exports if not pending else _unchecked
+                with checked(self.store, self.session_id):
+                    self._write(self._require_writer(), list(repairs.events), True)
+            # Waits left pending are answered by revived children, not a crash.
+            self._crashed = False
+            return repairs
+
+    # -- life ----------------------------------------------------------------------
+
+    def sync(self) -> None:
+        with self._lock:
+            writer = self._require_writer()
+            if self._owed_sync is not None:
+                self._owed_sync = True
+            else:
+                writer.sync()
+
+    def close(self) -> None:
+        """Sync what is not yet durable and release the lock. Idempotent."""
+        with self._lock:
+            writer, self._writer = self._writer, None
+            if writer is None:
+                return
+            writer.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._writer is None
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<turnlog.Log {self.session_id!r} seq={self.next_seq} on {self.store.url}>"
+
+
+def open(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None = None,
+    *,
+    create: bool | None = None,
+    durability: Durability = "barrier",
+    agent: ev.Agent | None = None,
+    parent: ev.Parent | None = None,
+    spawned_by: ev.SpawnedBy | None = None,
+    meta: dict[str, Any] | None = None,
+    recover: bool = False,
+    revive: bool = False,
+) -> Log:
+    """Open a session for writing, creating it if needed.
+
+    `target` is a `.jsonl` file, a store directory or URL, or a `Store`.
+    `create=None` creates the session when it does not exist, `True` requires
+    that it does not, `False` requires that it does. A new session without an
+    id gets a random one.
+
+    A session whose last writer died mid-turn opens as `crashed`: it refuses
+    every write until it is recovered. `recover=True` recovers it on open
+    (`log.recover()`); `revive=True` revives it (`turnlog.revive(log)`: recover,
+    mark the revival, tell the model), within the default revival cap.
+    """
+    opened = open_session(target, session_id, create, durability, agent, parent, spawned_by, meta)
+    try:
+        log = Log(
+            opened.store, opened.writer, opened.fold, whole=opened.whole, durability=durability
+        )
+    except BaseException:
+        opened.writer.close()
+        raise
+    if log.crashed and (recover or revive):
+        try:
+            if revive:
+                from turnlog.ops.revival import revive as revive_log  # revival builds on Log
+
+                revive_log(log)
+            if log.crashed:  # not revived (past the cap): recovery still closes the turn
+                log.recover()
+        except BaseException:
+            log.close()
+            raise
+    return log

@@ -1,0 +1,1 @@
+"""Operations on a stored session: inspect, recover, revive, sweep, copy, verify."""

@@ -1,0 +1,1 @@
+"""The reference agent loops and what they are made of."""
