@@ -299,3 +299,28 @@ def test_langgraph_killed_after_the_checkpoint_before_the_tools(tmp_path: Path) 
     for provider in PROVIDERS:
         code, out, _ = cli("export", session, "--to", provider, "--validate")
         assert code == 0, (provider, out)
+
+
+def test_the_history_check_takes_a_steps_results_in_any_order() -> None:
+    """Parallel calls finish in any order: the log keeps the order they
+    finished in, a framework often hands them back in the order asked."""
+    import warnings as warnings_module
+
+    import turnlog
+    from turnlog.integrations import HistoryMismatchWarning, check_history
+    from turnlog.stores import MemoryStore
+
+    calls = [turnlog.ToolCall(id="a", name="t"), turnlog.ToolCall(id="b", name="t")]
+    with turnlog.open(MemoryStore(), "s", create=True) as log:
+        log.user("go")
+        with log.turn(), log.step():
+            log.assistant("", calls)
+            first, second = log.begin_dispatch(calls[0]), log.begin_dispatch(calls[1])
+            second.result("b done")
+            first.result("a done")
+        given = [("user", ()), ("assistant", ("a", "b")), ("tool", ("a",)), ("tool", ("b",))]
+        with warnings_module.catch_warnings():
+            warnings_module.simplefilter("error", HistoryMismatchWarning)
+            check_history(log, given, "warn", what="the history")
+        with pytest.warns(HistoryMismatchWarning):
+            check_history(log, [*given[:2], ("tool", ("c",))], "warn", what="the history")

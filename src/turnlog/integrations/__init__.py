@@ -256,8 +256,8 @@ def check_history(
         for message in log.messages
         if message.seq not in unseen
     ]
-    given = [entry for entry in given if entry[0] != "system"]
-    logged = [entry for entry in logged if entry[0] != "system"]
+    given = _results_in_call_order([entry for entry in given if entry[0] != "system"])
+    logged = _results_in_call_order([entry for entry in logged if entry[0] != "system"])
     if given[: len(logged)] == logged:
         return
     at = next(
@@ -271,6 +271,26 @@ def check_history(
     if mode == "strict":
         raise HistoryMismatchError(message)
     warnings.warn(message, HistoryMismatchWarning, stacklevel=3)
+
+
+def _results_in_call_order(
+    entries: Sequence[tuple[str, tuple[str, ...]]],
+) -> list[tuple[str, tuple[str, ...]]]:
+    """The shapes with each run of tool results sorted by call id: parallel
+    calls may be answered in any order (the log keeps the order they finished
+    in, a framework often the order they were asked in), and every provider
+    takes a step's results in any order."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    run: list[tuple[str, tuple[str, ...]]] = []
+    for entry in [*entries, ("", ())]:
+        if entry[0] == "tool":
+            run.append(entry)
+            continue
+        out += sorted(run, key=lambda found: found[1])
+        run = []
+        if entry[0]:
+            out.append(entry)
+    return out
 
 
 def _call_id(message: Any) -> tuple[str, ...]:
