@@ -41,10 +41,9 @@ print(turnlog.events.content_text(final.content))
 """
 
 
-def crashed_tree(store: Store) -> str:
-    """A root waiting on one child, and the child killed inside a charge."""
-    child = child_session_id("root", CHILD_AGENT)
-    root_events = number(
+def _root_waiting_on(store: Store, child: str) -> None:
+    """A root crashed while its call w1 waits on the subagent session `child`."""
+    events = number(
         [
             ev.UserMessage(content="delegate"),
             turn_start(1),
@@ -57,7 +56,13 @@ def crashed_tree(store: Store) -> str:
         ]
     )
     header = ev.Session(session_id="root", agent=ev.Agent(id="boss", type="boss"))
-    put(store, [msgspec.structs.replace(root_events[0], data=header), *root_events[1:]])
+    put(store, [msgspec.structs.replace(events[0], data=header), *events[1:]])
+
+
+def crashed_tree(store: Store) -> str:
+    """A root waiting on one child, and the child killed inside a charge."""
+    child = child_session_id("root", CHILD_AGENT)
+    _root_waiting_on(store, child)
     child_events = number(
         [
             ev.UserMessage(content="x"),
@@ -133,22 +138,6 @@ def _waiting_child(
     )
     header = ev.Session(session_id=child, spawned_by=spawned_by)
     put(store, [msgspec.structs.replace(events[0], data=header), *events[1:]])
-
-
-def _root_waiting_on(store: Store, child: str) -> None:
-    events = number(
-        [
-            ev.UserMessage(content="delegate"),
-            turn_start(1),
-            step_start(1, 1),
-            assistant(call("w1", "research", task="x")),
-            ev.ToolDispatch(call_id="w1", name="research", join=CHILD_AGENT),
-            ev.SubagentSpawned(agent_id=CHILD_AGENT, call_id="w1", child=child),
-        ]
-    )
-    put(
-        store, [msgspec.structs.replace(events[0], data=ev.Session(session_id="root")), *events[1:]]
-    )
 
 
 @pytest.mark.parametrize("shape", ["cycle", "other_parent", "no_spawner", "other_agent"])
