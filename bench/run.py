@@ -444,6 +444,7 @@ def durable_pairs(directory: Path, blocks: int, per_block: int) -> dict[str, Any
     ids = {mode: iter(f"call_{i:016x}" for i in range(calls)) for mode in logs}
     for log in logs.values():
         log.append(ev.TurnStart(turn=1, revivals=0))
+        log.append(ev.UserMessage(content="Write the files."))
         log.append(
             ev.AssistantMessage(
                 tool_calls=[
