@@ -76,6 +76,8 @@ class AsyncLog:
 
     def __init__(self, log: Log, *, release: Callable[[Log], None] | None = None) -> None:
         self.log = log
+        # The state the sync handle holds: the light path reads it directly.
+        self._held = log.held
         # What closing this handle does to the log: close it, or (a handle on
         # a log shared in the process) give it back with `release`.
         self._release = release if release is not None else Log.close
@@ -118,16 +120,16 @@ class AsyncLog:
         """Run `fn`, which only reads and appends through the `Log`, on the
         loop's thread when that cannot wait on I/O or reorder calls;
         otherwise on the writer thread, as `_run` does."""
-        log = self.log
-        writer = log._writer
-        lock = log._lock
+        held = self._held
+        writer = held.writer
+        lock = held.lock
         if (
             self._queued
             or self._closing is not None
             or writer is None
             or writer.unsynced_append_waits
             # A subscriber is told whether the events it gets are durable.
-            or log._subscribers
+            or held.subscribers
             # A task holding the log across an await keeps every other
             # task's writes out, as it does on the writer thread.
             or lock._is_owned()  # type: ignore[attr-defined]
@@ -136,17 +138,17 @@ class AsyncLog:
             return await self._run(fn, *args, **kwargs)
         syncing: Future[None] | None = None
         try:
-            log._owed_sync = False
+            held.owed_sync = False
             try:
                 return fn(*args, **kwargs)
             finally:
-                owed = log._owed_sync
-                log._owed_sync = None
+                owed = held.owed_sync
+                held.owed_sync = None
                 lock.release()
                 if owed:
                     # Queued before anything else can run on the loop (a
                     # close among it): the sync goes first.
-                    syncing = self._submit(log.sync)
+                    syncing = self._submit(held.sync)
         finally:
             if syncing is not None:
                 # Shielded: an append that asked to be durable is, even when
@@ -259,7 +261,7 @@ class AsyncLog:
         """Write `tool_dispatch` durably (its sync off the loop) before the block runs the tool.
         `options` are the dispatch's other fields (`join`, `timeout_s`, `background`)."""
         fields = {"idempotency": idempotency, **options}
-        handle = await self._run_light(begin_dispatch_with, self.log, call, fields)
+        handle = await self._run_light(begin_dispatch_with, self._held, call, fields)
         try:
             yield AsyncDispatch(self, handle)
         except BaseException as exc:

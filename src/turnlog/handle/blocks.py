@@ -18,22 +18,22 @@ from turnlog.handle.dispatch import Dispatch, dispatch_payload, end_dispatch
 from turnlog.handle.turns import Turn
 
 if TYPE_CHECKING:
-    from turnlog.handle.log import Log
+    from turnlog.handle.state import HandleState
 
 
 class TurnBlock:
     """`with log.turn():` — `turn_start` on entry, `turn_end` on exit; a block
     that raises has its owed calls answered and its turn ended `error`."""
 
-    __slots__ = ("_log", "_resume", "_turn")
+    __slots__ = ("_held", "_resume", "_turn")
 
-    def __init__(self, log: Log, resume: bool) -> None:
-        self._log = log
+    def __init__(self, held: HandleState, resume: bool) -> None:
+        self._held = held
         self._resume = resume
         self._turn: Turn | None = None
 
     def __enter__(self) -> Turn:
-        self._turn = turns.begin_turn(self._log, resume=self._resume)
+        self._turn = turns.begin_turn(self._held, resume=self._resume)
         return self._turn
 
     def __exit__(
@@ -42,26 +42,26 @@ class TurnBlock:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        log = self._log
+        held = self._held
         try:
             if exc is not None:
-                turns.fail_turn(log, exc)
+                turns.fail_turn(held, exc)
             elif self._turn is not None:
-                turns.end_turn(log, self._turn)
+                turns.end_turn(held, self._turn)
         finally:
-            log._turn = None
+            held.turn = None
 
 
 class StepBlock:
     """`with log.step():` — `step_start` on entry, `step_end` on exit."""
 
-    __slots__ = ("_log",)
+    __slots__ = ("_held",)
 
-    def __init__(self, log: Log) -> None:
-        self._log = log
+    def __init__(self, held: HandleState) -> None:
+        self._held = held
 
     def __enter__(self) -> int:
-        return turns.begin_step(self._log)
+        return turns.begin_step(self._held)
 
     def __exit__(
         self,
@@ -70,25 +70,25 @@ class StepBlock:
         traceback: TracebackType | None,
     ) -> None:
         if exc is not None:
-            turns.unwind(self._log, exc, reason=None)
+            turns.unwind(self._held, exc, reason=None)
         else:
-            turns.end_step(self._log)
+            turns.end_step(self._held)
 
 
 class DispatchBlock:
     """`with log.dispatch(call):` — `tool_dispatch` on entry; a block that
     raises or records no result leaves the call answered outcome unknown."""
 
-    __slots__ = ("_call", "_handle", "_log", "_payload")
+    __slots__ = ("_call", "_handle", "_held", "_payload")
 
-    def __init__(self, log: Log, call: ToolCall, payload: ev.ToolDispatch) -> None:
-        self._log = log
+    def __init__(self, held: HandleState, call: ToolCall, payload: ev.ToolDispatch) -> None:
+        self._held = held
         self._call = call
         self._payload = payload
         self._handle: Dispatch | None = None
 
     def __enter__(self) -> Dispatch:
-        self._handle = dispatch_payload(self._log, self._call, self._payload)
+        self._handle = dispatch_payload(self._held, self._call, self._payload)
         return self._handle
 
     def __exit__(
@@ -99,4 +99,4 @@ class DispatchBlock:
     ) -> None:
         handle = self._handle
         if handle is not None and not handle.answered:
-            end_dispatch(self._log, handle, exc)
+            end_dispatch(self._held, handle, exc)

@@ -11,17 +11,17 @@ from turnlog.errors import UsageError, WriteOrderError
 from turnlog.events import Content, Event, IdempotencyValue, Origin, ToolCall
 from turnlog.handle.turns import describe_exception
 
-# These are the handle's own rules, kept apart by concept: they read and
-# change its private state under its lock, as its methods did.
+# These are the handle's own rules, kept apart by concept: they take the
+# state a handle holds (`turnlog.handle.state`), never the handle.
 if TYPE_CHECKING:
-    from turnlog.handle.log import Log
+    from turnlog.handle.state import HandleState
 
 
 class Dispatch:
     """A tool call whose dispatch is durable; record its outcome with `result`."""
 
-    def __init__(self, log: Log, call: ToolCall, seq: int) -> None:
-        self._log = log
+    def __init__(self, held: HandleState, call: ToolCall, seq: int) -> None:
+        self._held = held
         self.call = call
         # The dispatch event's seq: the id may be asked and dispatched again
         # in a later turn, and this handle answers only its own dispatch.
@@ -29,16 +29,16 @@ class Dispatch:
         self.answered = False
 
     def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
-        with self._log._lock:
+        with self._held.lock:
             if self.answered:
                 raise UsageError(f"call {self.call.id!r} already has a result")
-            if self._log._fold.open_dispatch_seq(self.call.id) != self.seq:
+            if self._held.fold.open_dispatch_seq(self.call.id) != self.seq:
                 raise WriteOrderError(
                     f"this handle's dispatch of call {self.call.id!r} (seq {self.seq}) was "
                     "already closed; a later dispatch reuses the id",
                     hint="record a result through the handle of the dispatch that is running",
                 )
-            event = self._log.append(
+            event = self._held.append(
                 ev.ToolResult(
                     call_id=self.call.id, name=self.call.name, content=content, is_error=is_error
                 )
@@ -48,39 +48,39 @@ class Dispatch:
 
 
 def begin_dispatch(
-    log: Log, call: ToolCall, *, idempotency: IdempotencyValue | None, join: str | None
+    held: HandleState, call: ToolCall, *, idempotency: IdempotencyValue | None, join: str | None
 ) -> Dispatch:
     """`Log.begin_dispatch`: refuse a call outside a turn, answered or running."""
     payload = ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency, join=join)
-    return dispatch_payload(log, call, payload)
+    return dispatch_payload(held, call, payload)
 
 
-def end_dispatch(log: Log, handle: Dispatch, exc: BaseException | None) -> None:
+def end_dispatch(held: HandleState, handle: Dispatch, exc: BaseException | None) -> None:
     """Answer the call as outcome unknown if the block left it unanswered."""
     if handle.answered:
         return
     if exc is not None:
-        _unwind_call(log, handle, describe_exception(exc))
+        _unwind_call(held, handle, describe_exception(exc))
     else:
-        _unwind_call(log, handle, "the tool block ended without recording a result")
+        _unwind_call(held, handle, "the tool block ended without recording a result")
 
 
-def _unwind_call(log: Log, handle: Dispatch, error: str) -> None:
+def _unwind_call(held: HandleState, handle: Dispatch, error: str) -> None:
     call = handle.call
-    with log._lock:
-        if log._fold.open_dispatch_seq(call.id) != handle.seq:
+    with held.lock:
+        if held.fold.open_dispatch_seq(call.id) != handle.seq:
             return  # answered meanwhile, or already closed by an unwinding turn
         result = unwind_result(call.id, call.name, dispatched=True, error=error)
-        log.append(result, origin=Origin.UNWIND.value)
+        held.append(result, origin=Origin.UNWIND.value)
 
 
-def begin_dispatch_with(log: Log, call: ToolCall, fields: Mapping[str, Any]) -> Dispatch:
+def begin_dispatch_with(held: HandleState, call: ToolCall, fields: Mapping[str, Any]) -> Dispatch:
     """`Log.begin_dispatch` with every field a dispatch may record (a
     deadline, a background spawn): durable before the tool body runs."""
-    return dispatch_payload(log, call, ev.ToolDispatch(call_id=call.id, name=call.name, **fields))
+    return dispatch_payload(held, call, ev.ToolDispatch(call_id=call.id, name=call.name, **fields))
 
 
-def dispatch_payload(log: Log, call: ToolCall, payload: ev.ToolDispatch) -> Dispatch:
+def dispatch_payload(held: HandleState, call: ToolCall, payload: ev.ToolDispatch) -> Dispatch:
     """Append `payload`, the dispatch of `call`, and hand back its handle. Every
     dispatch of either loop comes through here, so a refused one reads alike.
 
@@ -88,10 +88,10 @@ def dispatch_payload(log: Log, call: ToolCall, payload: ev.ToolDispatch) -> Disp
     question of which rule refused, so the hot path checks once.
     """
     try:
-        dispatched = log.append(payload)
+        dispatched = held.append(payload)
     except WriteOrderError:
-        with log._lock:
-            fold = log._fold
+        with held.lock:
+            fold = held.fold
             if not fold.turn_open:
                 raise UsageError(
                     "a dispatch must be inside a turn", hint="use `with log.turn():` first"
@@ -104,4 +104,4 @@ def dispatch_payload(log: Log, call: ToolCall, payload: ev.ToolDispatch) -> Disp
             if fold.is_dispatched(call.id):
                 raise UsageError(f"call {call.id!r} is already dispatched and running") from None
         raise
-    return Dispatch(log, call, dispatched.seq)
+    return Dispatch(held, call, dispatched.seq)

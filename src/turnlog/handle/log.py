@@ -4,29 +4,25 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
 from turnlog import events as ev
-from turnlog.core.batch_order import check_batch
 from turnlog.core.clock import utc_now
-from turnlog.core.crashed import crashed_error, is_repair
 from turnlog.core.damage import TornTail
-from turnlog.core.durability import DURABILITY_MODES, Durability, check_durability, must_sync
+from turnlog.core.durability import DURABILITY_MODES, Durability
 from turnlog.core.fold import Fold, Message, SessionState
 from turnlog.core.recovery import Plan, plan_verdict
-from turnlog.core.revivable import awaiting_children
 from turnlog.core.verdict import Verdict, decide
-from turnlog.core.write_order import ORDER_RULES, order_error
-from turnlog.errors import TurnlogError, UsageError
 from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
 from turnlog.handle import turns
 from turnlog.handle.blocks import DispatchBlock, StepBlock, TurnBlock
 from turnlog.handle.dispatch import Dispatch, begin_dispatch, end_dispatch
 from turnlog.handle.opening import open_session
 from turnlog.handle.selfcheck import recovery_exports
+from turnlog.handle.state import HandleState
 from turnlog.handle.turns import Turn
 from turnlog.stores.base import Store, StoreWriter
 
@@ -45,12 +41,6 @@ __all__ = [
 @contextmanager
 def _unchecked(store: Store, session_id: str) -> Iterator[None]:
     yield
-
-
-def _observed(events: Iterable[Event], observe: Callable[[Event], None]) -> Iterator[Event]:
-    for event in events:
-        observe(event)
-        yield event
 
 
 class Log:
@@ -75,35 +65,12 @@ class Log:
         whole: bool = True,
         durability: Durability = "barrier",
     ) -> None:
-        check_durability(durability)
+        held = HandleState(store, writer, fold, whole=whole, durability=durability)
+        #: What this handle holds and knows (`turnlog.handle.state`), shared
+        #: with the asyncio twin that wraps it and the rules it writes through.
+        self.held = held
         self.store = store
-        self._writer: StoreWriter | None = writer
-        self._durability = durability
-        # The mode never changes: a handle that never syncs skips the rule.
-        self._never_sync = durability == "none"
-        self._fold = fold
-        # False while `_fold` was fed from the tail: exact for the open turn,
-        # revivals and the next seq, but its transcript holds only the tail.
-        self._whole = whole
-        if fold.session is None:
-            raise TurnlogError(
-                "the session has no header event", hint="the log is not a turnlog session"
-            )
-        self.session_id: str = fold.session.session_id
-        self._turn: Turn | None = None
-        self._subscribers: list[Callable[[Sequence[Event], bool], None]] = []
-        # Reentrant: a dispatch block appends while holding it.
-        self._lock = threading.RLock()
-        # None, or, while an asyncio handle runs a write on its event loop's
-        # thread (`turnlog.async_log`), whether that write asked for a sync:
-        # the sync is then owed, and done off the loop before its await returns.
-        self._owed_sync: bool | None = None
-        # Opened with a turn open and no other writer: the process that wrote
-        # it died mid-turn. Until recovery closes that turn, anything else
-        # would land inside it (a user message between a call and its result).
-        # A turn a tree revival left open for its children's answers is not
-        # one: the carry-on may run in a new process (`turnlog revive --tree`).
-        self._crashed = fold.turn_open and not awaiting_children(fold)
+        self.session_id: str = held.session_id
 
     # -- reading ---------------------------------------------------------------
 
@@ -112,75 +79,57 @@ class Log:
 
     @property
     def state(self) -> SessionState:
-        with self._lock:
-            return self._whole_fold().state
+        held = self.held
+        with held.lock:
+            return held.whole_fold().state
 
     @property
     def messages(self) -> tuple[Message, ...]:
-        with self._lock:
-            return self._whole_fold().state.messages
+        held = self.held
+        with held.lock:
+            return held.whole_fold().state.messages
 
     @property
     def transcript_read(self) -> bool:
         """True once the whole log is read: `messages` and `state` then cost no I/O."""
-        return self._whole
+        return self.held.whole
 
     @property
     def crashed(self) -> bool:
         """True while the handle holds a turn a crashed process left open:
         every write but recovery's is refused until `recover()` runs."""
-        return self._crashed
+        return self.held.crashed
 
     def read_transcript(self, observe: Callable[[Event], None] | None = None) -> bool:
         """Read the whole log now unless it is read already, showing each event
         to `observe` on the way (one pass, for a caller that keeps an index of
         its own, such as `x_*` events the fold skips). True if this call read it;
         False if it was read before, and `observe` saw nothing."""
-        with self._lock:
-            if self._whole:
+        held = self.held
+        with held.lock:
+            if held.whole:
                 return False
-            self._whole_fold(observe)
+            held.whole_fold(observe)
             return True
-
-    def _whole_fold(self, observe: Callable[[Event], None] | None = None) -> Fold:
-        """The fold of the whole log, read once on first need."""
-        if self._whole:
-            return self._fold
-        with self._lock:
-            if not self._whole:
-                # We hold the writer lock: the store holds exactly what this
-                # handle appended on top of what it read.
-                events = self.store.iter_events(self.session_id)
-                if observe is not None:
-                    events = _observed(events, observe)
-                whole = Fold(events)
-                if whole.next_seq != self._fold.next_seq:
-                    raise TurnlogError(
-                        f"session {self.session_id!r} holds {whole.next_seq} events where this "
-                        f"writer expects {self._fold.next_seq}",
-                        hint="another process wrote without the lock; reopen the session",
-                    )
-                self._fold = whole
-                self._whole = True
-            return self._fold
 
     @property
     def next_seq(self) -> int:
-        return self._fold.next_seq
+        return self.held.fold.next_seq
 
     @property
     def durability(self) -> Durability:
-        return self._durability
+        return self.held.durability
 
     @property
     def torn_tail(self) -> TornTail | None:
         """The torn tail moved aside when this session was opened, if there was one."""
-        return self._writer.torn_tail if self._writer is not None else None
+        writer = self.held.writer
+        return writer.torn_tail if writer is not None else None
 
     @property
     def header(self) -> ev.Session:
         """The session's header: its id, agent, parent and spawning call."""
-        header = self._fold.session
+        header = self.held.fold.session
         assert header is not None  # checked when the handle was made
         return header
 
@@ -188,41 +137,21 @@ class Log:
     def lock(self) -> threading.RLock:
         """The handle's (reentrant) lock: hold it to make a check of the log and
         the appends it leads to one step against other threads."""
-        return self._lock
+        return self.held.lock
 
     def next_turn_start(self) -> ev.TurnStart:
         """The `turn_start` the next turn begins with: numbered, and stamped
         with the revivals so far and the reports still owed, so a tail reader
         need not search for them."""
-        with self._lock:
-            fold = self._fold
-            owed = fold.reports_owed()
-            return ev.TurnStart(
-                turn=fold.last_turn_number + 1,
-                revivals=fold.revivals,
-                reports_owed=owed if owed else None,
-            )
+        return self.held.next_turn_start()
 
     def last_message(self) -> Message | None:
         """The newest transcript entry (exact even when only the tail was read)."""
-        with self._lock:
-            return self._fold.last_message()
+        held = self.held
+        with held.lock:
+            return held.fold.last_message()
 
     # -- writing ---------------------------------------------------------------
-
-    def _require_writer(self) -> StoreWriter:
-        if self._writer is None:
-            raise UsageError("the log is closed", hint="open the session again to write to it")
-        return self._writer
-
-    def _sync_needed(self, batch: Sequence[Event]) -> bool:
-        mode = self._durability
-        return any(must_sync(mode, event.data) for event in batch)
-
-    def _refuse_if_crashed(self, data: EventData, origin: str | None) -> None:
-        if self._crashed and not is_repair(data, origin):
-            where = self.store.location(self.session_id) or self.session_id
-            raise crashed_error(self.session_id, where)
 
     def append_many(
         self,
@@ -233,19 +162,9 @@ class Log:
         allow_undispatched: bool = False,
     ) -> list[Event]:
         """Append payloads as one batch (one write, at most one sync)."""
-        with self._lock:
-            writer = self._require_writer()
-            for data in items:
-                self._refuse_if_crashed(data, origin)
-            check_batch(self._fold, items, origin, allow_undispatched)
-            ts = utc_now()
-            first = self._fold.next_seq
-            batch = [
-                Event(seq=first + offset, data=data, ts=ts, origin=origin)
-                for offset, data in enumerate(items)
-            ]
-            self._write(writer, batch, sync)
-            return batch
+        return self.held.append_many(
+            items, origin=origin, sync=sync, allow_undispatched=allow_undispatched
+        )
 
     def append(
         self,
@@ -262,68 +181,14 @@ class Log:
         answer a call the open turn dispatched, unless `allow_undispatched`
         says its dispatch is unknown (an import).
         """
-        # The hot path of every agent loop: `_write` inlined for one event, and
-        # the lock taken by hand, which costs half of what a `with` block does.
-        lock = self._lock
-        lock.acquire()
-        try:
-            writer = self._writer
-            if writer is None:
-                writer = self._require_writer()
-            if self._crashed:
-                self._refuse_if_crashed(data, origin)
-            fold = self._fold
-            rule = ORDER_RULES.get(type(data))
-            if rule is not None:
-                if allow_undispatched:
-                    error = order_error(fold, data, origin, allow_undispatched=True)
-                else:
-                    error = rule(fold, data, origin)
-                if error is not None:
-                    raise error
-            event = Event(seq=fold.next_seq, data=data, ts=utc_now(), origin=origin)
-            if sync is None:
-                sync = False if self._never_sync else must_sync(self._durability, data)
-            if sync and self._owed_sync is not None:
-                self._owed_sync, sync = True, False
-            try:
-                writer.append_one(event, sync)
-                fold.extend((event,))  # `apply`, one frame less
-            except BaseException:
-                # Exception-safe bookkeeping: whatever reached the store is
-                # folded, even when a signal handler raised mid-append.
-                if writer.next_seq > fold.next_seq:
-                    fold.apply(event)
-                raise
-            if self._subscribers:
-                for callback in self._subscribers:
-                    callback((event,), sync)
-            return event
-        finally:
-            lock.release()
-
-    def _write(self, writer: StoreWriter, batch: list[Event], sync: bool | None) -> None:
-        if not batch:
-            return
-        if sync is None:
-            sync = self._sync_needed(batch)
-        if sync and self._owed_sync is not None:
-            self._owed_sync, sync = True, False
-        try:
-            writer.append(batch, expected_seq=batch[0].seq, sync=sync)
-        finally:
-            landed = writer.next_seq - self._fold.next_seq
-            apply = self._fold.apply
-            for event in batch[: max(landed, 0)]:
-                apply(event)
-        if self._subscribers:
-            for callback in self._subscribers:
-                callback(batch, sync)
+        return self.held.append(
+            data, origin=origin, sync=sync, allow_undispatched=allow_undispatched
+        )
 
     def subscribe(self, callback: Callable[[Sequence[Event], bool], None]) -> None:
         """Call `callback(events, durable)` after every acknowledged append,
         with `durable` true when the events were synced before it returned."""
-        self._subscribers.append(callback)
+        self.held.subscribers.append(callback)
 
     def system(self, content: Content) -> Event[ev.SystemMessage]:
         return self.append(ev.SystemMessage(content=content))
@@ -352,33 +217,33 @@ class Log:
         on subagents now answered) instead of starting one: its open step is
         ended, and the block adds steps to the same turn.
         """
-        return TurnBlock(self, resume)
+        return TurnBlock(self.held, resume)
 
     # The halves of `turn`, `step` and `dispatch`, shared with the asyncio
     # twin (`turnlog.aio`), which runs them on its writer thread. Their rules
     # live in `turnlog.turns` and `turnlog.dispatch`.
 
     def begin_turn(self, *, resume: bool = False) -> Turn:
-        return turns.begin_turn(self, resume=resume)
+        return turns.begin_turn(self.held, resume=resume)
 
     def fail_turn(self, exc: BaseException) -> None:
-        turns.fail_turn(self, exc)
+        turns.fail_turn(self.held, exc)
 
     def end_turn(self, turn: Turn) -> None:
-        turns.end_turn(self, turn)
+        turns.end_turn(self.held, turn)
 
     def step(self) -> StepBlock:
         """`step_start` now, `step_end` when the block ends (outcome `error` if it raised)."""
-        return StepBlock(self)
+        return StepBlock(self.held)
 
     def begin_step(self) -> int:
-        return turns.begin_step(self)
+        return turns.begin_step(self.held)
 
     def fail_step(self, exc: BaseException) -> None:
-        turns.unwind(self, exc, reason=None)
+        turns.unwind(self.held, exc, reason=None)
 
     def end_step(self) -> None:
-        turns.end_step(self)
+        turns.end_step(self.held)
 
     def dispatch(
         self,
@@ -396,7 +261,7 @@ class Log:
         payload = ev.ToolDispatch(
             call_id=call.id, name=call.name, idempotency=idempotency, join=join
         )
-        return DispatchBlock(self, call, payload)
+        return DispatchBlock(self.held, call, payload)
 
     def begin_dispatch(
         self,
@@ -405,23 +270,25 @@ class Log:
         idempotency: IdempotencyValue | None = None,
         join: str | None = None,
     ) -> Dispatch:
-        return begin_dispatch(self, call, idempotency=idempotency, join=join)
+        return begin_dispatch(self.held, call, idempotency=idempotency, join=join)
 
     def end_dispatch(self, handle: Dispatch, exc: BaseException | None) -> None:
         """Answer the call as outcome unknown if the block left it unanswered."""
-        end_dispatch(self, handle, exc)
+        end_dispatch(self.held, handle, exc)
 
     # -- recovery ------------------------------------------------------------------
 
     def verdict(self) -> Verdict:
         """What recovery and revival see in the session now (`verdict.decide`)."""
-        with self._lock:
-            return decide(self._fold)
+        held = self.held
+        with held.lock:
+            return decide(held.fold)
 
     def plan(self) -> Plan:
         """The repairs recovery would append now (see `turnlog.plan`)."""
-        with self._lock:
-            return plan_verdict(decide(self._fold))
+        held = self.held
+        with held.lock:
+            return plan_verdict(decide(held.fold))
 
     def recover(self, *, pending: Collection[str] = ()) -> Plan:
         """Append the repair plan, synced; returns it (empty if nothing was owed).
@@ -429,38 +296,30 @@ class Log:
         `pending` names waits on subagents that a tree revival brings back:
         they get no result and the turn stays open until they are answered.
         """
-        with self._lock:
-            repairs = plan_verdict(decide(self._fold), pending=frozenset(pending))
+        held = self.held
+        with held.lock:
+            repairs = plan_verdict(decide(held.fold), pending=frozenset(pending))
             if repairs.events:
                 # Waits left pending stay owed on purpose: nothing to check yet.
                 checked = recovery_exports if not pending else _unchecked
                 with checked(self.store, self.session_id):
-                    self._write(self._require_writer(), list(repairs.events), True)
+                    held.write(held.require_writer(), list(repairs.events), True)
             # Waits left pending are answered by revived children, not a crash.
-            self._crashed = False
+            held.crashed = False
             return repairs
 
     # -- life ----------------------------------------------------------------------
 
     def sync(self) -> None:
-        with self._lock:
-            writer = self._require_writer()
-            if self._owed_sync is not None:
-                self._owed_sync = True
-            else:
-                writer.sync()
+        self.held.sync()
 
     def close(self) -> None:
         """Sync what is not yet durable and release the lock. Idempotent."""
-        with self._lock:
-            writer, self._writer = self._writer, None
-            if writer is None:
-                return
-            writer.close()
+        self.held.close()
 
     @property
     def closed(self) -> bool:
-        return self._writer is None
+        return self.held.writer is None
 
     def __enter__(self) -> Log:
         return self

@@ -11,10 +11,10 @@ from turnlog.core.recovery import unwind_events
 from turnlog.errors import TurnlogError, UsageError, WriteOrderError
 from turnlog.events import TurnEndReason
 
-# These are the handle's own rules, kept apart by concept: they read and
-# change its private state under its lock, as its methods did.
+# These are the handle's own rules, kept apart by concept: they take the
+# state a handle holds (`turnlog.handle.state`), never the handle.
 if TYPE_CHECKING:
-    from turnlog.handle.log import Log
+    from turnlog.handle.state import HandleState
 
 
 # An enum's `.value` is a descriptor call: every turn reads a plain string.
@@ -46,45 +46,45 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def begin_turn(log: Log, *, resume: bool = False) -> Turn:
-    with log._lock:
+def begin_turn(held: HandleState, *, resume: bool = False) -> Turn:
+    with held.lock:
         if resume:
-            turn = _adopt_turn(log)
+            turn = _adopt_turn(held)
         else:
-            if log._fold.turn_open:
+            if held.fold.turn_open:
                 raise UsageError(
                     "a turn is already open; turns never nest",
                     hint="end the open turn first, or recover the session if it crashed",
                 )
             # Cheap accessors, not `state`: a snapshot copies the whole transcript.
-            start = log.next_turn_start()
-            log.append(start)
+            start = held.next_turn_start()
+            held.append(start)
             turn = Turn(start.turn or 0)
-        log._turn = turn
+        held.turn = turn
         return turn
 
 
-def fail_turn(log: Log, exc: BaseException) -> None:
+def fail_turn(held: HandleState, exc: BaseException) -> None:
     reason = TurnEndReason.CANCELLED if is_cancellation(exc) else TurnEndReason.ERROR
-    log._turn = None
-    unwind(log, exc, reason=reason.value)
+    held.turn = None
+    unwind(held, exc, reason=reason.value)
 
 
-def end_turn(log: Log, turn: Turn) -> None:
-    with log._lock:
-        log._turn = None
-        unanswered = log._fold.owed_in_open_turn()
+def end_turn(held: HandleState, turn: Turn) -> None:
+    with held.lock:
+        held.turn = None
+        unanswered = held.fold.owed_in_open_turn()
         if unanswered:
             error = WriteOrderError(
                 f"turn {turn.number} ended with calls still unanswered: {', '.join(unanswered)}",
                 hint="dispatch every call the turn requested and record its result",
             )
-            unwind(log, error, reason=TurnEndReason.ERROR.value)
+            unwind(held, error, reason=TurnEndReason.ERROR.value)
             raise error
-        if log._fold.step_open:
-            log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
-        owed = log._fold.reports_owed()
-        log.append(
+        if held.fold.step_open:
+            held.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+        owed = held.fold.reports_owed()
+        held.append(
             ev.TurnEnd(
                 reason=turn.reason,
                 turn=turn.number,
@@ -94,8 +94,8 @@ def end_turn(log: Log, turn: Turn) -> None:
         )
 
 
-def _adopt_turn(log: Log) -> Turn:
-    fold = log._fold
+def _adopt_turn(held: HandleState) -> Turn:
+    fold = held.fold
     open_turn = fold.open_turn
     if open_turn is None:
         raise UsageError("no open turn to resume", hint="start a turn with `with log.turn():`")
@@ -110,44 +110,44 @@ def _adopt_turn(log: Log) -> Turn:
     turn.steps = open_turn.steps
     step = open_turn.open_step
     if step is not None:
-        log.append(ev.StepEnd(turn=step.turn, step=step.step, outcome="ok"))
+        held.append(ev.StepEnd(turn=step.turn, step=step.step, outcome="ok"))
     return turn
 
 
-def begin_step(log: Log) -> int:
-    turn = log._turn
+def begin_step(held: HandleState) -> int:
+    turn = held.turn
     if turn is None:
         raise UsageError("a step must be inside a turn", hint="use `with log.turn():` first")
-    with log._lock:
+    with held.lock:
         try:
-            log.append(ev.StepStart(turn=turn.number, step=turn.steps + 1))
+            held.append(ev.StepStart(turn=turn.number, step=turn.steps + 1))
         except WriteOrderError as error:
             # The append's check refused; say it in the words of a step block.
-            if not log._fold.turn_open:
+            if not held.fold.turn_open:
                 raise UsageError(
                     "a step must be inside a turn", hint="use `with log.turn():` first"
                 ) from None
-            if log._fold.step_open:
+            if held.fold.step_open:
                 raise UsageError("a step is already open; steps never nest") from None
             raise error
         turn.steps += 1
         return turn.steps
 
 
-def end_step(log: Log) -> None:
-    turn = log._turn
+def end_step(held: HandleState) -> None:
+    turn = held.turn
     if turn is None:
         raise UsageError(
             "no step of this handle's turn is open",
             hint="end a step begun with `log.begin_step()` inside `log.turn()`; a "
-            "step_start appended by hand is ended with `log.append(StepEnd(...))`",
+            "step_start appended by hand is ended with `held.append(StepEnd(...))`",
         )
     try:
-        log.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+        held.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
     except WriteOrderError:
         # The append's check refused; say it in the words of a step block.
-        with log._lock:
-            owed = log._fold.owed_in_open_step()
+        with held.lock:
+            owed = held.fold.owed_in_open_step()
         if not owed:
             raise
         # A normal step_end would say nothing was in flight, and recovery
@@ -162,15 +162,15 @@ def end_step(log: Log) -> None:
         ) from None
 
 
-def unwind(log: Log, exc: BaseException, *, reason: str | None) -> None:
+def unwind(held: HandleState, exc: BaseException, *, reason: str | None) -> None:
     """Close what a raising block left open: answer its owed calls, end its
     step, and end its turn with `reason` (None: the step only)."""
-    with log._lock:
-        writer = log._writer
+    with held.lock:
+        writer = held.writer
         if writer is None:
             return
         repairs = unwind_events(
-            log._fold,
+            held.fold,
             reason=reason,
             error=describe_exception(exc),
             order_kept=not isinstance(exc, WriteOrderError),
@@ -179,7 +179,7 @@ def unwind(log: Log, exc: BaseException, *, reason: str | None) -> None:
         if not repairs:
             return
         try:
-            log._write(writer, repairs, None)
+            held.write(writer, repairs, None)
         except TurnlogError as write_error:
             # The original exception is what the caller must see; the log is
             # left open and a later recovery closes it.

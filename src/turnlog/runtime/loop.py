@@ -304,7 +304,7 @@ def _run_call(log: Log, tool: Tool | None, call: ToolCall, timeout_s: float | No
     """Dispatch and run one call; False when it ran past its deadline."""
     fields = dispatch_options(tool, call, timeout_s)
     payload = ToolDispatch(call_id=call.id, name=call.name, **fields)
-    with DispatchBlock(log, call, payload) as running:
+    with DispatchBlock(log.held, call, payload) as running:
         if tool is None:
             running.result(f"unknown tool {call.name!r}", is_error=True)
             return True
