@@ -43,8 +43,9 @@ if TYPE_CHECKING:
         ToolResult,
         UserMessage,
     )
-    from turnlog.handle.log import Log, open
+    from turnlog.handle.log import Log
     from turnlog.ops.inspection import Inspection, inspect
+    from turnlog.ops.open import open
     from turnlog.ops.recover import Recovery, recover
     from turnlog.ops.revival import Revival, revive
     from turnlog.runtime.async_loop import AsyncLog, aopen, arun_turn
@@ -56,7 +57,7 @@ __version__ = "0.1.0"
 # Each top-level name and the module it is imported from on first use.
 _HOMES: dict[str, str] = {
     # Writing a session.
-    "open": "turnlog.handle.log",
+    "open": "turnlog.ops.open",
     "Log": "turnlog.handle.log",
     "aopen": "turnlog.runtime.async_loop",
     "AsyncLog": "turnlog.runtime.async_loop",

@@ -19,7 +19,7 @@ from turnlog.events import (
 from turnlog.handle.async_log import (
     AsyncLog as AsyncLog,
 )
-from turnlog.handle.async_log import (
+from turnlog.ops.open import (
     aopen as aopen,
 )
 from turnlog.runtime.agents import (

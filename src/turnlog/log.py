@@ -40,7 +40,7 @@ from turnlog.handle.dispatch import (
 from turnlog.handle.log import (
     Log as Log,
 )
-from turnlog.handle.log import (
+from turnlog.ops.open import (
     open as open,
 )
 from turnlog.stores.base import (

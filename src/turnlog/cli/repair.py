@@ -97,7 +97,7 @@ def revive_command(
     1 when there was nothing to revive (finished, empty, past the cap), 4
     while a live writer holds a session.
     """
-    from turnlog.handle.log import open as open_log
+    from turnlog.ops.open import open as open_log
     from turnlog.ops.revival import revive
     from turnlog.ops.tree import revive_tree
 

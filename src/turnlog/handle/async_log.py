@@ -1,13 +1,12 @@
-"""The asyncio writer handle: `AsyncLog` and `aopen`; no sync or database write on the loop."""
+"""The asyncio writer handle `AsyncLog`: no sync or database write on the loop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import functools
-import os
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -22,10 +21,8 @@ from turnlog.errors import UsageError
 from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
 from turnlog.handle.dispatch import Dispatch, begin_dispatch_with
 from turnlog.handle.log import Log
-from turnlog.handle.log import open as open_log
 from turnlog.handle.turns import Turn
 from turnlog.stores import Store
-from turnlog.stores.holders import OPENED_AT, caller_site
 
 #: The most events an `append_many` runs on the event loop's thread (see `AsyncLog`).
 LIGHT_BATCH_MAX_EVENTS: Final = 64
@@ -300,59 +297,3 @@ class AsyncLog:
 
     def __repr__(self) -> str:
         return f"<turnlog.AsyncLog {self.session_id!r}>"
-
-
-class Opening(Awaitable[AsyncLog]):
-    """What `aopen` returns: await it for the `AsyncLog`, or use it as
-    `async with turnlog.aopen(...) as log:`, which closes the log at the end."""
-
-    def __init__(
-        self,
-        target: str | os.PathLike[str] | Store,
-        session_id: str | None,
-        options: dict[str, Any],
-        site: str | None,
-    ) -> None:
-        self._target = target
-        self._session_id = session_id
-        self._options = options
-        self._site = site
-        self._log: AsyncLog | None = None
-
-    async def _open(self) -> AsyncLog:
-        # The open runs on a worker thread, where no frame of the program is
-        # left: the line that called `aopen` goes with it (asyncio copies the
-        # context), for the refusal a second handle on the session gets.
-        token = OPENED_AT.set(self._site)
-        try:
-            log = await asyncio.to_thread(open_log, self._target, self._session_id, **self._options)
-        finally:
-            OPENED_AT.reset(token)
-        return AsyncLog(log)
-
-    def __await__(self) -> Generator[Any, None, AsyncLog]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> AsyncLog:
-        self._log = await self._open()
-        return self._log
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._log is not None:
-            await self._log.close()
-
-
-def aopen(
-    target: str | os.PathLike[str] | Store,
-    session_id: str | None = None,
-    **options: Any,
-) -> Opening:
-    """`turnlog.open` for asyncio: opens off the event loop. Use it as
-    `async with turnlog.aopen(path) as log:` (closed at the end), or
-    `log = await turnlog.aopen(path)` and close it yourself."""
-    return Opening(target, session_id, options, caller_site())

@@ -33,7 +33,7 @@ __all__ = [
     "Durability",
     "Log",
     "Turn",
-    "open",
+    "open_handle",
     "utc_now",
 ]
 
@@ -336,7 +336,7 @@ class Log:
         return f"<turnlog.Log {self.session_id!r} seq={self.next_seq} on {self.store.url}>"
 
 
-def open(
+def open_handle(
     target: str | os.PathLike[str] | Store,
     session_id: str | None = None,
     *,
@@ -347,20 +347,10 @@ def open(
     spawned_by: ev.SpawnedBy | None = None,
     meta: dict[str, Any] | None = None,
     recover: bool = False,
-    revive: bool = False,
 ) -> Log:
-    """Open a session for writing, creating it if needed.
-
-    `target` is a `.jsonl` file, a store directory or URL, or a `Store`.
-    `create=None` creates the session when it does not exist, `True` requires
-    that it does not, `False` requires that it does. A new session without an
-    id gets a random one.
-
-    A session whose last writer died mid-turn opens as `crashed`: it refuses
-    every write until it is recovered. `recover=True` recovers it on open
-    (`log.recover()`); `revive=True` revives it (`turnlog.revive(log)`: recover,
-    mark the revival, tell the model), within the default revival cap.
-    """
+    """The handle `turnlog.open` makes, recovered when `recover` says so; a
+    revival, which is built on the handle, is `turnlog.open`'s to run
+    (`turnlog.ops.open`)."""
     opened = open_session(target, session_id, create, durability, agent, parent, spawned_by, meta)
     try:
         log = Log(
@@ -369,14 +359,9 @@ def open(
     except BaseException:
         opened.writer.close()
         raise
-    if log.crashed and (recover or revive):
+    if log.crashed and recover:
         try:
-            if revive:
-                from turnlog.ops.revival import revive as revive_log  # revival builds on Log
-
-                revive_log(log)
-            if log.crashed:  # not revived (past the cap): recovery still closes the turn
-                log.recover()
+            log.recover()
         except BaseException:
             log.close()
             raise

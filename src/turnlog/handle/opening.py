@@ -1,6 +1,6 @@
 """Opening a session for writing: find or create it, take its lock, fold its tail.
 
-`turnlog.open` (in `turnlog.log`) makes the handle from what this returns.
+`turnlog.open` (in `turnlog.ops.open`) makes the handle from what this returns.
 """
 
 from __future__ import annotations

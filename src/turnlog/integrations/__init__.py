@@ -15,7 +15,7 @@ from turnlog import events as ev
 from turnlog.errors import SessionInterruptedError, TurnlogError, UsageError
 from turnlog.events import check_idempotency
 from turnlog.handle.log import Log
-from turnlog.handle.log import open as open_log
+from turnlog.ops.open import open as open_log
 from turnlog.stores import Store, open_store
 
 HistoryCheck = Literal["strict", "warn", "off"]

@@ -12,7 +12,7 @@ import msgspec
 from turnlog.core.revivable import DEFAULT_MAX_REVIVALS, already_told, check_max_revivals
 from turnlog.core.verdict import Verdict
 from turnlog.errors import SessionLockedError, TurnlogError, UsageError
-from turnlog.handle.log import open as open_log
+from turnlog.handle.log import open_handle as open_log
 from turnlog.ops.inspection import inspect
 from turnlog.ops.revival import revive as revive_log
 from turnlog.ops.tree import wait_child

@@ -24,7 +24,7 @@ from turnlog.errors import (
 )
 from turnlog.events import Content, Origin
 from turnlog.handle.log import Log
-from turnlog.handle.log import open as open_log
+from turnlog.handle.log import open_handle as open_log
 from turnlog.ops.revival import Revival, RevivalReason, revive
 from turnlog.stores import Store, child_session_id, open_store
 

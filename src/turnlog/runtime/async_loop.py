@@ -17,7 +17,8 @@ import msgspec
 from turnlog.core.fold import Message
 from turnlog.core.notices import NoticeStyle
 from turnlog.events import Content, Origin, ToolCall, TurnEndReason
-from turnlog.handle.async_log import AsyncDispatch, AsyncLog, Opening, aopen
+from turnlog.handle.async_log import AsyncDispatch, AsyncLog
+from turnlog.ops.open import Opening, aopen
 from turnlog.runtime import background
 from turnlog.runtime.agents import (
     MAX_STEPS_PER_TURN,

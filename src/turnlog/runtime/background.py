@@ -17,7 +17,7 @@ from turnlog.core.revivable import DEFAULT_MAX_REVIVALS
 from turnlog.errors import SessionLockedError, TurnlogError
 from turnlog.events import Content, Origin
 from turnlog.handle.log import Log
-from turnlog.handle.log import open as open_log
+from turnlog.ops.open import open as open_log
 from turnlog.ops.revival import revive
 from turnlog.stores import child_session_id
 

@@ -20,7 +20,7 @@ from turnlog.errors import UsageError
 from turnlog.events import Content, Origin, ToolCall, ToolDispatch, TurnEndReason
 from turnlog.handle.blocks import DispatchBlock
 from turnlog.handle.log import Log
-from turnlog.handle.log import open as open_log
+from turnlog.ops.open import open as open_log
 from turnlog.ops.tree import RevivedTree, TreeNode, settled_events
 from turnlog.runtime import background
 from turnlog.runtime.agents import (
