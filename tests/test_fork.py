@@ -18,8 +18,8 @@ from builders import (
 )
 from turnlog import events as ev
 from turnlog.core.fold import fold
-from turnlog.core.recovery import plan
 from turnlog.ops.fork import fork
+from turnlog.ops.recover import plan
 
 LOG = number(
     [

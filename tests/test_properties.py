@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from strategies import rich_sessions, sessions
 from turnlog import events as ev
 from turnlog.core.fold import Fold, fold
-from turnlog.core.recovery import interrupted, patch_dangling_tool_calls, plan
+from turnlog.core.recovery import interrupted, patch_dangling_tool_calls
 from turnlog.events import Event
+from turnlog.ops.recover import plan
 
 
 def calls_in_last_turn(events: list[Event]) -> set[str]:

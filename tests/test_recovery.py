@@ -21,8 +21,9 @@ from builders import (
 )
 from turnlog import events as ev
 from turnlog.core.fold import fold
-from turnlog.core.recovery import interrupted, patch_dangling_tool_calls, plan
+from turnlog.core.recovery import interrupted, patch_dangling_tool_calls
 from turnlog.events import Event
+from turnlog.ops.recover import plan
 
 
 def results_of(p: turnlog.Plan) -> list[ev.ToolResult]:

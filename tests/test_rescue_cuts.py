@@ -28,12 +28,12 @@ from foreign_fixtures import (
     cx_whole,
 )
 from turnlog.core.fold import fold
-from turnlog.core.recovery import plan
 from turnlog.core.verdict import verdict
 from turnlog.errors import NotASessionError
 from turnlog.events import Risk
 from turnlog.formats.foreign import parse
 from turnlog.formats.rescue import diagnose, doctor, read_transcript
+from turnlog.ops.recover import plan
 from turnlog.providers import render, validate
 
 CORPUS = Path(__file__).parent / "fixtures" / "foreign"

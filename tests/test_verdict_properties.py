@@ -12,9 +12,9 @@ from strategies import rich_sessions
 from turnlog import events as ev
 from turnlog import providers
 from turnlog.core.fold import fold
-from turnlog.core.recovery import plan
 from turnlog.core.verdict import verdict
 from turnlog.events import Event
+from turnlog.ops.recover import plan
 from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore
 from turnlog.stores.record import encode_line
 

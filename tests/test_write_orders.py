@@ -24,11 +24,11 @@ import turnlog
 from builders import assert_exports_valid
 from turnlog import events as ev
 from turnlog.core.fold import fold
-from turnlog.core.recovery import plan
 from turnlog.core.tail import Tail, collect_tail
 from turnlog.core.verdict import verdict
 from turnlog.errors import TurnlogError
 from turnlog.events import Event, ToolCall
+from turnlog.ops.recover import plan
 from turnlog.stores import MemoryStore
 
 IDS = ["c1", "c2", "c3", "ghost"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # What type checkers and IDEs see; at run time `__getattr__` imports each
     # name from the same module on first use.
-    from turnlog.core.recovery import Plan, plan
+    from turnlog.core.recovery import Plan
     from turnlog.core.verdict import Verdict, is_finished, verdict
     from turnlog.errors import (
         CorruptLogError,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from turnlog.handle.log import Log
     from turnlog.ops.inspection import Inspection, inspect
     from turnlog.ops.open import open
-    from turnlog.ops.recover import Recovery, recover
+    from turnlog.ops.recover import Recovery, plan, recover
     from turnlog.ops.revival import Revival, revive
     from turnlog.runtime.async_loop import AsyncLog, aopen, arun_turn
     from turnlog.runtime.loop import AgentSpec, Reply, Tool, continue_run, run_turn
@@ -76,7 +76,7 @@ _HOMES: dict[str, str] = {
     "Recovery": "turnlog.ops.recover",
     "revive": "turnlog.ops.revival",
     "Revival": "turnlog.ops.revival",
-    "plan": "turnlog.core.recovery",
+    "plan": "turnlog.ops.recover",
     "Plan": "turnlog.core.recovery",
     "verdict": "turnlog.core.verdict",
     "Verdict": "turnlog.core.verdict",

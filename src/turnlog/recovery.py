@@ -1,5 +1,6 @@
-"""The door of `turnlog.recovery`, which lives in `turnlog.core.recovery`: it only
-re-exports the documented names, so code written for the old path keeps working."""
+"""The door of `turnlog.recovery`, which lives in `turnlog.core.recovery` (its `plan`, which
+checks itself against the providers, in `turnlog.ops.recover`): it only re-exports the
+documented names, so code written for the old path keeps working."""
 
 from turnlog.core.fold import (
     Fold as Fold,
@@ -12,9 +13,6 @@ from turnlog.core.recovery import (
 )
 from turnlog.core.recovery import (
     patch_dangling_tool_calls as patch_dangling_tool_calls,
-)
-from turnlog.core.recovery import (
-    plan as plan,
 )
 from turnlog.core.recovery import (
     plan_verdict as plan_verdict,
@@ -48,4 +46,7 @@ from turnlog.events import (
 )
 from turnlog.events import (
     TurnEndReason as TurnEndReason,
+)
+from turnlog.ops.recover import (
+    plan as plan,
 )

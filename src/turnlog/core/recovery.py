@@ -8,10 +8,9 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog.core.fold import CallSighting, Fold, Message, OpenTurn
-from turnlog.core.verdict import Verdict, classify, decide
+from turnlog.core.verdict import Verdict, classify
 from turnlog.errors import refuse_a_path
 from turnlog.events import Event, Origin, Risk, TurnEndReason
-from turnlog.handle import selfcheck
 
 _NOT_STARTED_TEXT = (
     "[turnlog] Tool call {what} did not run: the agent process ended before it was "
@@ -183,25 +182,6 @@ def plan_verdict(found: Verdict, *, pending: frozenset[str] = frozenset()) -> Pl
         reports_owed=list(found.reports_owed),
     )
     return Plan(events=tuple(repairs))
-
-
-def plan(events: Iterable[Event]) -> Plan:
-    """The events that repair a crashed log, without writing anything.
-
-    Pure and deterministic: the same events give the same repairs, byte for
-    byte; synthetic timestamps are the last real event's.
-    """
-    refuse_a_path(events, function="turnlog.plan", instead="turnlog.plan_stored(PATH)")
-    folder = Fold(events)
-    repairs = plan_verdict(decide(folder))
-    warnings = folder.warnings
-    if selfcheck.enabled() and repairs.events:
-        owed = [call.call_id for call in folder.state.owed_calls]
-        before = selfcheck.violations_of(folder.state.messages)
-        folder.extend(repairs.events)
-        after = selfcheck.violations_of(folder.state.messages)
-        selfcheck.check_recovery(before, after, owed, "a planned log")
-    return Plan(events=repairs.events, warnings=warnings)
 
 
 def unwind_events(

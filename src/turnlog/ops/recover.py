@@ -1,14 +1,20 @@
-"""Recovering a stored session by name: the plan from its tail, appended under the writer lock."""
+"""Recovery's plans and recovering a stored session: the plan of a log's events, and of a
+stored session from its tail, appended under the writer lock."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 import msgspec
 
 from turnlog.core.damage import TornTail
+from turnlog.core.fold import Fold
 from turnlog.core.recovery import Plan, plan_verdict
-from turnlog.errors import SessionLockedError, UnfinishedSessionError
+from turnlog.core.verdict import decide
+from turnlog.errors import SessionLockedError, UnfinishedSessionError, refuse_a_path
+from turnlog.events import Event
+from turnlog.handle import selfcheck
 from turnlog.handle.selfcheck import recovery_exports
 from turnlog.ops.inspection import stored_session
 from turnlog.stores import Store
@@ -23,6 +29,25 @@ class Recovery(msgspec.Struct, frozen=True, kw_only=True):
     # neither runs nor drops them; the session's next turn delivers each
     # report once, or reports the child lost.
     reports_owed: tuple[str, ...] = ()
+
+
+def plan(events: Iterable[Event]) -> Plan:
+    """The events that repair a crashed log, without writing anything.
+
+    Pure and deterministic: the same events give the same repairs, byte for
+    byte; synthetic timestamps are the last real event's.
+    """
+    refuse_a_path(events, function="turnlog.plan", instead="turnlog.plan_stored(PATH)")
+    folder = Fold(events)
+    repairs = plan_verdict(decide(folder))
+    warnings = folder.warnings
+    if selfcheck.enabled() and repairs.events:
+        owed = [call.call_id for call in folder.state.owed_calls]
+        before = selfcheck.violations_of(folder.state.messages)
+        folder.extend(repairs.events)
+        after = selfcheck.violations_of(folder.state.messages)
+        selfcheck.check_recovery(before, after, owed, "a planned log")
+    return Plan(events=repairs.events, warnings=warnings)
 
 
 def plan_stored(target: str | os.PathLike[str] | Store, session_id: str | None = None) -> Plan:
