@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeAl
 import msgspec
 
 from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeError, UsageError
+from turnlog.text import Content as Content
 from turnlog.text import display_text
 
 FORMAT_VERSION: Final = 1
@@ -29,11 +30,6 @@ MAX_RECORD_BYTES: Final = MAX_LINE_BYTES - LINE_OVERHEAD_BYTES
 # any reader's decoder handles (about 990 levels here, less on a deep stack),
 # so whatever is written can be read back.
 MAX_NESTING_DEPTH: Final = 256
-
-#: Message content: a string (one text part) or a list of provider-neutral
-#: parts such as {"type": "text", "text": ...} or opaque reasoning, kept verbatim.
-Content: TypeAlias = str | list[dict[str, Any]]
-
 
 class Origin(enum.StrEnum):
     """Who wrote an event that the agent did not: nothing synthetic is unmarked."""

@@ -1,14 +1,15 @@
-"""The text of a content value, in the three senses turnlog needs, each named for what it is."""
+"""Message content (`Content`) and its text in the three senses turnlog needs, each by name."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
 import msgspec
 
-if TYPE_CHECKING:
-    # Annotations only: `events` re-exports `display_text` as `content_text`.
-    from turnlog.events import Content
+#: Message content: a string (one text part) or a list of provider-neutral
+#: parts such as {"type": "text", "text": ...} or opaque reasoning, kept verbatim.
+#: Defined beside the rules that read it; `turnlog.events` re-exports it.
+Content: TypeAlias = str | list[dict[str, Any]]
 
 
 def display_text(content: Content) -> str:
