@@ -31,7 +31,6 @@ from turnlog import events as ev
 from turnlog.core.recovery import unwind_result
 from turnlog.errors import UsageError
 from turnlog.events import Origin, ToolCall
-from turnlog.formats.builder import text_of as _text
 from turnlog.handle.log import Log
 from turnlog.integrations import (
     HistoryCheck,
@@ -48,6 +47,7 @@ from turnlog.integrations import (
 )
 from turnlog.integrations.answered import RecordedAnswer, answer_before_dispatch
 from turnlog.stores import Store
+from turnlog.text import foreign_text
 
 # Which thread messages the log already holds, by LangChain message id: a
 # message is recorded once, found by its id, never by comparing its text
@@ -197,9 +197,9 @@ class TurnlogToolWrapper:
         ]
         for message in new:
             if message.type == "human":
-                log.user(_text(message.content))
+                log.user(foreign_text(message.content))
             else:
-                log.system(_text(message.content))
+                log.system(foreign_text(message.content))
         self._note_ids(new)
 
     def _check(self, messages: Sequence[Any]) -> None:
@@ -245,7 +245,7 @@ class TurnlogToolWrapper:
                 log.append(ev.Custom(type=_RESUME_EVENT, fields=marker))
                 self._unseen.add(asked_again.seq)
                 return
-            content = _text(asking.content) if asking is not None else ""
+            content = foreign_text(asking.content) if asking is not None else ""
             log.assistant([{"type": "text", "text": content}] if content else "", calls)
             if asking is not None:
                 self._note_ids([asking])
@@ -349,7 +349,7 @@ class TurnlogToolWrapper:
                 log.append(result, origin=Origin.UNWIND.value, allow_undispatched=True)
 
     def _after(self, call_id: str, name: str, result: Any) -> None:
-        content = _text(getattr(result, "content", result))
+        content = foreign_text(getattr(result, "content", result))
         is_error = getattr(result, "status", None) == "error"
         self._live().append(
             ev.ToolResult(call_id=call_id, name=name, content=content, is_error=is_error)
@@ -420,7 +420,7 @@ class TurnlogToolWrapper:
                 self._check(messages[:-1])
                 self._record_new_prompts(messages, len(messages) - 1)
             begin_step(log)
-            log.assistant(_text(last.content))
+            log.assistant(foreign_text(last.content))
             self._note_ids([last])
             end_turn(log)
 
@@ -519,7 +519,7 @@ class TurnlogToolWrapper:
         log = self._live()
         self._record_new_prompts(messages, len(messages) - 1)
         begin_step(log)
-        content = _text(asking.content)
+        content = foreign_text(asking.content)
         log.assistant(
             [{"type": "text", "text": content}] if content else "",
             [

@@ -26,7 +26,6 @@ from agents.items import ModelResponse
 from turnlog import events as ev
 from turnlog.errors import UsageError
 from turnlog.events import ToolCall
-from turnlog.formats.builder import text_of as _text
 from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
@@ -46,6 +45,7 @@ from turnlog.integrations.answered import owed_here, recorded_answer, refuse_ans
 from turnlog.providers import openai_responses
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
+from turnlog.text import foreign_text
 
 # Items the SDK hands over that turnlog has no message for are kept as this.
 _ITEM_EVENT = "x_openai_agents_item"
@@ -155,7 +155,7 @@ class TurnlogSession:
         if kind == "message" and item.get("role") in ("user", "system", "developer"):
             # The SDK saves a run's input before its first model call: a turn
             # open now was left by an earlier run that raised, unseen by any hook.
-            text = _text(item.get("content"))
+            text = foreign_text(item.get("content"))
             said: ev.UserMessage | ev.SystemMessage = (
                 ev.UserMessage(content=text)
                 if item.get("role") == "user"
@@ -187,14 +187,14 @@ class TurnlogSession:
                 ev.ToolResult(
                     call_id=call_id,
                     name=owed[call_id],
-                    content=_text(item.get("output")) or str(item.get("output")),
+                    content=foreign_text(item.get("output")) or str(item.get("output")),
                     is_error=item.get("status") == "failed",
                 ),
                 allow_undispatched=True,
             )
         elif kind == "message" and item.get("role") == "assistant":
             await self._ensure_step()
-            await log.assistant([{"type": "text", "text": _text(item.get("content"))}])
+            await log.assistant([{"type": "text", "text": foreign_text(item.get("content"))}])
         elif kind == "reasoning":
             await self._ensure_step()
             await log.assistant([item])
@@ -461,7 +461,9 @@ class TurnlogHooks(RunHooks[Any]):
                 parts.append(
                     {
                         "type": "text",
-                        "text": _text([c for c in item.get("content", []) if isinstance(c, dict)]),
+                        "text": foreign_text(
+                            [c for c in item.get("content", []) if isinstance(c, dict)]
+                        ),
                     }
                 )
         run_by_the_sdk = _run_by_the_sdk(agent, asked)

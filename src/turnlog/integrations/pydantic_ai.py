@@ -29,7 +29,6 @@ from turnlog import events as ev
 from turnlog.core.fold import Message
 from turnlog.errors import UsageError
 from turnlog.events import ToolCall
-from turnlog.formats.builder import text_of
 from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
@@ -50,6 +49,7 @@ from turnlog.integrations import (
 from turnlog.integrations.answered import owed_here, recorded_answer
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
+from turnlog.text import foreign_text
 
 # Origins of the results turnlog writes itself for calls that never returned.
 _REPAIRS = frozenset({ev.Origin.RECOVERY.value, ev.Origin.UNWIND.value})
@@ -279,7 +279,9 @@ class TurnlogCapability(AbstractCapability[Any]):
         self, ctx: Any, *, call: Any, tool_def: Any, args: Any, result: Any
     ) -> Any:
         await self.log.append(
-            ev.ToolResult(call_id=call.tool_call_id, name=call.tool_name, content=_text(result))
+            ev.ToolResult(
+                call_id=call.tool_call_id, name=call.tool_name, content=foreign_text(result)
+            )
         )
         return result
 
@@ -376,11 +378,6 @@ def _settle(log: Log, messages: list[Any]) -> None:
                 ev.ToolResult(call_id=call_id, name=call.name, content=text, is_error=is_error),
                 allow_undispatched=call.dispatch is None,
             )
-
-
-def _text(value: Any) -> str:
-    """A tool's return value as the text the model will read."""
-    return value if isinstance(value, str) else text_of(value)
 
 
 def _tool_return(message: Message, name: str, text: str) -> pm.ToolReturnPart:
