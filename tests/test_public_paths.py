@@ -38,3 +38,15 @@ def test_every_top_level_name_resolves_without_a_warning() -> None:
 
 def test_the_frozen_list_is_not_empty() -> None:
     assert len(FROZEN) >= 30 and sum(map(len, FROZEN.values())) >= 400
+
+
+@pytest.mark.parametrize("module", sorted(FROZEN))
+def test_a_documented_path_imports_the_module(module: str) -> None:
+    # `import turnlog.X as m` binds what `getattr(turnlog, "X")` gives after
+    # the import: it must be the module, whatever top-level name X shares.
+    namespace: dict[str, object] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        exec(f"import {module} as m", namespace)
+    assert isinstance(namespace["m"], types.ModuleType)
+    assert namespace["m"] is importlib.import_module(module)

@@ -178,6 +178,8 @@ _MOVED: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SHADOWED:
+        return _door_of(name)
     home = _HOMES.get(name)
     if home is None:
         home = _MOVED.get(name)
@@ -212,17 +214,49 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_HOMES})
 
 
-# Three names are functions named like the module they live in (`verdict`,
-# `fold`, `fork`). Importing a submodule binds it on its package, which would
-# replace the function `turnlog.verdict` with the module `turnlog.verdict`
-# the first time anything imports that module; the function keeps the name.
+# Three names are functions named like a module (`verdict`, `fold`, `fork`):
+# `turnlog.verdict` is both the documented function and the module path
+# `turnlog.verdict`. One attribute cannot be both, so it is the module, made
+# callable as the function it re-exports: `import turnlog.verdict as m` is the
+# module, `from turnlog import verdict` and `turnlog.verdict(events)` call
+# the function. `fold` and `fork` left the top level, so calling their module
+# warns as the other moved names do.
 _SHADOWED = frozenset({"verdict", "fold", "fork"})
+
+
+class _CallableDoor(ModuleType):
+    """A door module that is also the function of its name."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        name = self.__name__.rpartition(".")[2]
+        function = getattr(self, name)
+        home = function.__module__
+        if name in _MOVED:
+            warnings.warn(
+                f"turnlog.{name} has moved: import it from {home} (from {home} import {name})",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return function(*args, **kwargs)
+
+
+def _callable(door: ModuleType, name: str) -> ModuleType:
+    if not isinstance(door, _CallableDoor):
+        door.__class__ = _CallableDoor
+        # `inspect.signature` follows it to the function.
+        setattr(door, "__wrapped__", getattr(door, name))  # noqa: B010
+    return door
+
+
+def _door_of(name: str) -> ModuleType:
+    return _callable(importlib.import_module(f"{__name__}.{name}"), name)
 
 
 class _TopLevel(ModuleType):
     def __setattr__(self, name: str, value: Any) -> None:
+        # Importing a submodule binds it here: the three doors become callable.
         if name in _SHADOWED and isinstance(value, ModuleType):
-            return
+            value = _callable(value, name)
         super().__setattr__(name, value)
 
 
