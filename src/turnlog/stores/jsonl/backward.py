@@ -156,6 +156,7 @@ def read_tail(
     *,
     live_writer_possible: bool,
     check_head: Callable[[Head], None] | None = None,
+    head: Head | None = None,
 ) -> Tail:
     """The one backward reader: the tail that decides the state, checked.
 
@@ -163,9 +164,12 @@ def read_tail(
     tail; damage or a seq out of order among the events read, or a
     complete record that cannot be understood, refuses the session.
     `check_head` may refuse the header before anything else is read.
+    `head` is the header a caller holding the writer lock has already read
+    (and checked) at this size: it is not read twice.
     """
     end = os.fstat(fd).st_size
-    head = read_head(fd, path, end)
+    if head is None:
+        head = read_head(fd, path, end)
     if check_head is not None:
         check_head(head)
     if head.header is None:

@@ -57,6 +57,9 @@ SUFFIX: Final = ".jsonl"
 # Longer directory paths are refused up front (Linux's PATH_MAX), so a
 # runaway path is a clear error, not a failure deep inside makedirs.
 MAX_PATH_BYTES: Final = 4096
+# Session layouts a store object remembers (see `JSONLStore._layout`): past
+# this many, the memory is dropped and filled again.
+_MAX_LAYOUTS_CACHED: Final = 4096
 
 
 class JSONLStore(Store):
@@ -74,23 +77,37 @@ class JSONLStore(Store):
         self.directory = directory
         self.url = directory
         self.io = io
+        self._layouts: dict[str, tuple[str, str]] = {}
 
     # -- paths -----------------------------------------------------------------
 
+    def _layout(self, session_id: str) -> tuple[str, str]:
+        """The directory a session file lives in and the file's name: the
+        store's own directory for a root, `<parent>.agents/` (nested under the
+        store) for a subagent. The id is checked once per store object, not at
+        every path a command derives from it."""
+        layout = self._layouts.get(session_id)
+        if layout is None:
+            parts = validate_session_id(session_id).split("/")
+            layout = (os.path.join(self.directory, *parts[:-1]), parts[-1] + SUFFIX)
+            if len(self._layouts) >= _MAX_LAYOUTS_CACHED:
+                self._layouts.clear()  # a sweep over many sessions keeps it bounded
+            self._layouts[session_id] = layout
+        return layout
+
     def filename(self, session_id: str) -> str:
         """The session file's name inside its directory (see `path`)."""
-        return validate_session_id(session_id).rpartition("/")[2] + SUFFIX
+        return self._layout(session_id)[1]
 
     def _session_dir(self, session_id: str | None) -> str:
-        """The directory a session file lives in: the store's own for a root,
-        `<parent>.agents/` (nested under the store) for a subagent."""
+        """The directory a session file lives in (see `_layout`)."""
         if session_id is None:
             return self.directory
-        parts = validate_session_id(session_id).split("/")
-        return os.path.join(self.directory, *parts[:-1])
+        return self._layout(session_id)[0]
 
     def path(self, session_id: str) -> str:
-        return os.path.join(self._session_dir(session_id), self.filename(session_id))
+        directory, name = self._layout(session_id)
+        return os.path.join(directory, name)
 
     def init(self) -> None:
         os.close(self._dir_fd(create=True))
@@ -540,7 +557,8 @@ class JSONLStore(Store):
                 next_seq = len(scan.events)
                 valid_size = torn.offset if torn is not None else end
             else:
-                tail = read_tail(fd, self.path(session_id), live_writer_possible=False)
+                # The lock is held: the head just read is the head at `end`.
+                tail = read_tail(fd, path, live_writer_possible=False, head=head)
                 torn, valid_size = tail.torn, tail.valid_size_bytes
                 next_seq = tail.events[-1].seq + 1
                 if torn is None:
