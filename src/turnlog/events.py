@@ -31,6 +31,7 @@ MAX_RECORD_BYTES: Final = MAX_LINE_BYTES - LINE_OVERHEAD_BYTES
 # so whatever is written can be read back.
 MAX_NESTING_DEPTH: Final = 256
 
+
 class Origin(enum.StrEnum):
     """Who wrote an event that the agent did not: nothing synthetic is unmarked."""
 

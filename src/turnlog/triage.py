@@ -52,11 +52,11 @@ from turnlog.ops.inspection import (
 from turnlog.ops.inspection import (
     status_of as status_of,
 )
-from turnlog.ops.inspection import (
-    stored_session as stored_session,
-)
 from turnlog.stores import (
     open_store as open_store,
+)
+from turnlog.stores import (
+    stored_session as stored_session,
 )
 from turnlog.stores.base import (
     Holder as Holder,

@@ -13,9 +13,9 @@ from turnlog import events as ev
 from turnlog.core.clock import utc_now
 from turnlog.core.durability import Durability, check_durability
 from turnlog.core.fold import Fold
-from turnlog.errors import FormatError, SessionNotFoundError, UnfinishedSessionError, UsageError
+from turnlog.errors import FormatError, SessionNotFoundError, UnfinishedSessionError
 from turnlog.events import Event
-from turnlog.stores import open_store
+from turnlog.stores import open_store, session_needed
 from turnlog.stores.base import Store, StoreWriter
 from turnlog.text import says_something
 
@@ -46,7 +46,7 @@ def open_session(
     check_durability(durability)  # before anything is created
     if session_id is None:
         if create is False:
-            raise UsageError("opening an existing session needs its session_id")
+            raise session_needed(target, "opening an existing session")
         session_id = uuid.uuid4().hex
     if create is None:
         create = not store.exists(session_id)

@@ -24,7 +24,7 @@ from turnlog.errors import (
     UnreadableRecordError,
     UsageError,
 )
-from turnlog.stores import Holder, Store, open_store
+from turnlog.stores import Holder, Store, stored_session
 
 #: What state a session is in (`Inspection.status`).
 InspectionStatus = Literal[
@@ -126,9 +126,7 @@ def inspect(
     check_max_revivals(max_revivals)
     where: str | None = None
     try:
-        store, session_id = open_store(target, session_id)
-        if session_id is None:
-            raise UsageError("inspect needs a session id or a .jsonl path")
+        store, session_id = stored_session(target, session_id, what="inspect")
         where = store.location(session_id)
         if not store.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id!r} in {store.url}")
@@ -186,17 +184,3 @@ def inspect(
         path=where,
         bytes_read=tail.bytes_read,
     )
-
-
-def stored_session(
-    target: str | os.PathLike[str] | Store, session_id: str | None
-) -> tuple[Store, str]:
-    """A stored session named the way `turnlog.open` takes it: a `.jsonl`
-    path, or a store (directory, URL or `Store`) and a session id."""
-    store, named = open_store(target, session_id)
-    if named is None:
-        raise UsageError(
-            f"{target!r} names a store, not a session",
-            hint="pass the session id too, or the path of a .jsonl session file",
-        )
-    return store, named

@@ -16,8 +16,7 @@ from turnlog.errors import SessionLockedError, UnfinishedSessionError, refuse_a_
 from turnlog.events import Event
 from turnlog.handle import selfcheck
 from turnlog.handle.selfcheck import recovery_exports
-from turnlog.ops.inspection import stored_session
-from turnlog.stores import Store
+from turnlog.stores import Store, stored_session
 
 
 class Recovery(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,7 +55,7 @@ def plan_stored(target: str | os.PathLike[str] | Store, session_id: str | None =
     Refuses (`SessionLockedError`) while a live writer holds the session: its
     open turn is work in progress, not a crash.
     """
-    store, session_id = stored_session(target, session_id)
+    store, session_id = stored_session(target, session_id, what="plan_stored")
     holder = store.lock_holder(session_id)
     if holder is not None:
         raise SessionLockedError(
@@ -87,7 +86,7 @@ def recover(
     reads refuses the session and changes nothing. Idempotent: a recovered
     session plans nothing.
     """
-    store, session_id = stored_session(target, session_id)
+    store, session_id = stored_session(target, session_id, what="recover")
     with store.writer(session_id, force=force, check="tail") as writer:
         tail = writer.tail or store.read_tail(session_id)
         found = tail.verdict()

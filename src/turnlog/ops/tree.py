@@ -20,13 +20,12 @@ from turnlog.errors import (
     LimitExceededError,
     SessionLockedError,
     UnfinishedSessionError,
-    UsageError,
 )
 from turnlog.events import Content, Origin
 from turnlog.handle.log import Log
 from turnlog.handle.log import open_handle as open_log
 from turnlog.ops.revival import Revival, RevivalReason, revive
-from turnlog.stores import Store, child_session_id, open_store
+from turnlog.stores import Store, child_session_id, stored_session
 
 # A tree is opened whole (every session's writer lock is taken before anything
 # is written), so its size is bounded like everything else.
@@ -241,9 +240,7 @@ def revive_tree(
     context manager) to release the handles of the revived nodes.
     """
     check_max_revivals(max_revivals)
-    store, root = open_store(target, session_id)
-    if root is None:
-        raise UsageError("revive_tree needs a session id or a .jsonl path")
+    store, root = stored_session(target, session_id, what="revive_tree")
     ids = descendants(store, root)
     logs = _open_all(store, ids)
     try:

@@ -9,9 +9,9 @@ import msgspec
 from turnlog import events as ev
 from turnlog.core.damage import Problem
 from turnlog.core.fold import Fold
-from turnlog.errors import TurnlogError, UsageError
+from turnlog.errors import TurnlogError
 from turnlog.events import Event
-from turnlog.stores import Store, open_store
+from turnlog.stores import Store, stored_session
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,10 +73,7 @@ def verify_session(
     a turnlog session) is a problem of that session, or, with
     `raise_unreadable`, raises its error (with its hint).
     """
-    store, found_id = open_store(target, session_id)
-    if found_id is None:
-        raise UsageError("verify_session needs a session id or a .jsonl path")
-    session_id = found_id
+    store, session_id = stored_session(target, session_id, what="verify_session")
     checker = EventChecker()
     try:
         scan = store.scan(session_id, on_event=checker.feed)

@@ -143,6 +143,26 @@ def open_store(
     return JSONLStore(text), session_id
 
 
+def session_needed(target: object, what: str) -> UsageError:
+    """The refusal of a call that needs one session and was given a store."""
+    return UsageError(
+        f"{what} needs a session: {target!r} names a store, not a session",
+        hint="pass the session id too, or the path of a .jsonl session file",
+    )
+
+
+def stored_session(
+    target: str | os.PathLike[str] | Store, session_id: str | None, *, what: str = "this call"
+) -> tuple[Store, str]:
+    """A stored session named the way `turnlog.open` takes it: a `.jsonl`
+    path, or a store (directory, URL or `Store`) and a session id. `what`
+    names the call, for the refusal when the target names only a store."""
+    store, named = open_store(target, session_id)
+    if named is None:
+        raise session_needed(target, what)
+    return store, named
+
+
 def resolve_session(session: str, store_url: str | None = None) -> tuple[Store, str]:
     """A SESSION as people type it: a path to a `.jsonl` file, or an id in a
     store (`store_url`, else `$TURNLOG_STORE`, else `./sessions`)."""
