@@ -46,7 +46,7 @@ def open_session(
     check_durability(durability)  # before anything is created
     if session_id is None:
         if create is False:
-            raise session_needed(target, "opening an existing session")
+            raise session_needed(target, "open(create=False)")
         session_id = uuid.uuid4().hex
     if create is None:
         create = not store.exists(session_id)
