@@ -1,4 +1,4 @@
-"""The three texts of a content value: one home each (`turnlog.text`), the old names aliases of it."""
+"""The three texts of a content value: one home each (`turnlog.text`), called by their names."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
+import turnlog.providers.common
 from turnlog.events import content_text
-from turnlog.formats.builder import text_of as transcript_text_of
-from turnlog.providers.common import text_of as provider_text_of
 from turnlog.text import display_text, foreign_text, message_text
 
 CONTENTS: list[Any] = [
@@ -29,10 +28,11 @@ FOREIGN: list[Any] = [
 ]
 
 
-def test_the_old_names_are_the_one_home() -> None:
+def test_the_documented_old_name_is_the_one_home_and_no_other_alias_is_left() -> None:
+    # `turnlog.events.content_text` is documented: it stays, as the rule itself.
     assert content_text is display_text
-    assert provider_text_of is message_text
-    assert transcript_text_of is foreign_text
+    # The providers' private alias is gone: each renderer calls the rule by name.
+    assert not hasattr(turnlog.providers.common, "text_of")
 
 
 def test_each_text_means_what_its_name_says() -> None:

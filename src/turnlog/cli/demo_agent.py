@@ -21,7 +21,7 @@ import turnlog
 from turnlog import providers
 from turnlog.cli.render import render_events, render_inspection, render_timeline
 from turnlog.core.fold import Message, fold
-from turnlog.events import ToolCall, content_text
+from turnlog.events import ToolCall
 from turnlog.ops.inspection import inspect
 from turnlog.ops.revival import revive
 from turnlog.runtime.loop import AgentSpec, Reply, Tool, continue_tree, run_turn, subagent_tool
@@ -71,7 +71,7 @@ def demo_tools(workspace: Path, *, slow_invoice: int | None = None) -> dict[str,
 def scripted_model(messages: Sequence[Message]) -> Reply:
     """A deterministic stand-in for a model: no network, same answers every run."""
     last = messages[-1]
-    text = content_text(last.content)
+    text = display_text(last.content)
     calls_so_far = sum(len(m.tool_calls) for m in messages)
 
     def call(name: str, **arguments: object) -> ToolCall:
@@ -135,7 +135,7 @@ def payer_model(messages: Sequence[Message]) -> Reply:
             tool_calls=(ToolCall(id="call_ledger_9", name="read_ledger"),),
         )
     if last.role == "tool" and last.name == "read_ledger":
-        if "invoice 9" in content_text(last.content):
+        if "invoice 9" in display_text(last.content):
             return Reply(content="Invoice 9 was already paid; I did not pay it again.")
         return Reply(
             content="Invoice 9 was not paid; paying it.",
@@ -152,7 +152,7 @@ def payer_model(messages: Sequence[Message]) -> Reply:
                 ToolCall(id="call_pay_9", name="pay", arguments={"invoice": 9, "amount_usd": 50}),
             ),
         )
-    return Reply(content=f"Done: {content_text(last.content)}")
+    return Reply(content=f"Done: {display_text(last.content)}")
 
 
 def manager_model(messages: Sequence[Message]) -> Reply:
@@ -168,7 +168,7 @@ def manager_model(messages: Sequence[Message]) -> Reply:
             ),
         )
     answers = [m for m in messages if m.role == "tool" and m.name == "delegate"]
-    told = content_text(answers[-1].content) if answers else "no answer"
+    told = display_text(answers[-1].content) if answers else "no answer"
     return Reply(content=f"Invoice 9 settled. The payer said: {told}")
 
 
@@ -330,8 +330,8 @@ def tree_demo(console: Console, root_path: Path, workspace: Path) -> None:
                 f"({node.outcome}){'; pending: ' + pending if pending else ''}"
             )
         replies = continue_tree(tree, lambda node: agents[node.agent_type or "manager"])
-    console.print(f"payer: {content_text(replies[child].content)}")
-    console.print(f"manager: {content_text(replies[root].content)}")
+    console.print(f"payer: {display_text(replies[child].content)}")
+    console.print(f"manager: {display_text(replies[root].content)}")
     console.print("the ledger afterwards (invoice 9 charged once):")
     console.print("  " + (workspace / "ledger.txt").read_text().strip().replace("\n", "\n  "))
     assert store.children(root) == [child], "the revived subagent kept its id"
@@ -358,7 +358,7 @@ def deadline_model(messages: Sequence[Message]) -> Reply:
             content="The payment's outcome is unknown; checking the ledger before anything else.",
             tool_calls=(ToolCall(id="call_ledger_10", name="read_ledger"),),
         )
-    if "invoice 10" in content_text(last.content):
+    if "invoice 10" in display_text(last.content):
         return Reply(
             content="Invoice 10 was charged; the bank was slow to confirm. Not paying again."
         )
@@ -382,7 +382,7 @@ def deadline_demo(console: Console, session_path: Path, workspace: Path) -> None
     with turnlog.open(session_path, create=True) as log:
         run_turn(log, deadline_model, tools, "Pay invoice 10.")
         for message in log.messages:
-            text = content_text(message.content).strip()
+            text = display_text(message.content).strip()
             if message.role == "tool":
                 rule = f" ({message.risk})" if message.risk else ""
                 console.print(Text(f"  result {message.name}{rule}: {text}"))

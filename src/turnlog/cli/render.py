@@ -11,9 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from turnlog import events as ev
-from turnlog.events import Event, content_text
+from turnlog.events import Event
 from turnlog.ops.inspection import Inspection
 from turnlog.runtime.deadlines import LATE_RESULT_TYPE
+from turnlog.text import display_text
 
 STATUS_STYLE = {
     "running": "bold cyan",
@@ -117,17 +118,17 @@ def _event_line(event: Event, *, full: bool = False) -> Text:
             )
     elif isinstance(data, ev.SystemMessage):
         line.append("system     ", style="blue")
-        line.append(cut(content_text(data.content)))
+        line.append(cut(display_text(data.content)))
     elif isinstance(data, ev.UserMessage):
         line.append("user       ", style="bold blue")
         if data.injected:
             line.append(f"[{data.injected}] ", style="yellow")
         if data.delivers:
             line.append(f"(report of {data.delivers}) ", style="magenta")
-        line.append(cut(content_text(data.content)))
+        line.append(cut(display_text(data.content)))
     elif isinstance(data, ev.AssistantMessage):
         line.append("assistant  ", style="bold green")
-        line.append(cut(content_text(data.content), 48))
+        line.append(cut(display_text(data.content), 48))
         if data.tool_calls:
             line.append(f"  -> {_calls(data)}", style="green")
     elif isinstance(data, ev.ToolDispatch):
@@ -152,7 +153,7 @@ def _event_line(event: Event, *, full: bool = False) -> Text:
             line.append("[orphaned: not in the transcript] ", style="magenta")
         elif data.is_error:
             line.append("error ", style="red")
-        line.append(cut(content_text(data.content), 56), style="dim")
+        line.append(cut(display_text(data.content), 56), style="dim")
     elif isinstance(data, ev.TurnStart):
         line.append(f"turn {data.turn if data.turn is not None else '?'} start", style="bold")
     elif isinstance(data, ev.TurnEnd):
@@ -170,7 +171,7 @@ def _event_line(event: Event, *, full: bool = False) -> Text:
         line.append(f"step {data.step} end: {data.outcome or '?'}", style="dim")
     elif isinstance(data, ev.Compaction):
         line.append("compaction ", style="magenta")
-        line.append(f"through seq {data.through_seq}: {cut(content_text(data.summary), 48)}")
+        line.append(f"through seq {data.through_seq}: {cut(display_text(data.summary), 48)}")
     elif isinstance(data, ev.RunRevived):
         line.append(f"run revived (revival {data.revival})", style="bold yellow")
     elif isinstance(data, ev.SubagentSpawned | ev.SubagentSettled):
@@ -186,7 +187,7 @@ def _event_line(event: Event, *, full: bool = False) -> Text:
         line.append("recorded, not delivered: ", style="yellow")
         content = fields.get("content")
         line.append(
-            cut(content_text(content) if isinstance(content, str | list) else str(content), 40),
+            cut(display_text(content) if isinstance(content, str | list) else str(content), 40),
             style="dim",
         )
     else:

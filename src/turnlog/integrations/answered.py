@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
-from turnlog import events as ev
 from turnlog.errors import TurnlogError
 from turnlog.events import Origin
 from turnlog.handle.log import Log
+from turnlog.text import display_text
 
 
 class AnsweredCallError(TurnlogError):
@@ -68,7 +68,7 @@ def recorded_answer(log: Log, call_id: str) -> RecordedAnswer | None:
             return RecordedAnswer(
                 call_id=call_id,
                 name=message.name,
-                text=ev.content_text(message.content),
+                text=display_text(message.content),
                 is_error=message.is_error,
                 seq=message.seq,
                 origin=message.origin,

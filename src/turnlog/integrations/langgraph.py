@@ -47,7 +47,7 @@ from turnlog.integrations import (
 )
 from turnlog.integrations.answered import RecordedAnswer, answer_before_dispatch
 from turnlog.stores import Store
-from turnlog.text import foreign_text
+from turnlog.text import display_text, foreign_text
 
 # Which thread messages the log already holds, by LangChain message id: a
 # message is recorded once, found by its id, never by comparing its text
@@ -304,7 +304,7 @@ class TurnlogToolWrapper:
         # after the step's last result, as `recover_thread(revive=True)`
         # writes it: the model is told its process died.
         told = HumanMessage(
-            content=ev.content_text(notice.content), additional_kwargs={_INJECTED: "revival"}
+            content=display_text(notice.content), additional_kwargs={_INJECTED: "revival"}
         )
         return Command(update={"messages": [output, told]})
 
@@ -505,7 +505,7 @@ class TurnlogToolWrapper:
             )
         if notice is not None:
             human = HumanMessage(
-                content=ev.content_text(notice.content), additional_kwargs={_INJECTED: "revival"}
+                content=display_text(notice.content), additional_kwargs={_INJECTED: "revival"}
             )
             out.append(human)
         if not out:
@@ -597,5 +597,5 @@ def _results_by_call(messages: Sequence[Any]) -> dict[str, tuple[str, bool]]:
     out: dict[str, tuple[str, bool]] = {}
     for message in messages:
         if message.role == "tool" and message.call_id is not None:
-            out[message.call_id] = (ev.content_text(message.content), message.is_error)
+            out[message.call_id] = (display_text(message.content), message.is_error)
     return out

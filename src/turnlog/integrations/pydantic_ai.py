@@ -49,7 +49,7 @@ from turnlog.integrations import (
 from turnlog.integrations.answered import owed_here, recorded_answer
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
-from turnlog.text import foreign_text
+from turnlog.text import display_text, foreign_text
 
 # Origins of the results turnlog writes itself for calls that never returned.
 _REPAIRS = frozenset({ev.Origin.RECOVERY.value, ev.Origin.UNWIND.value})
@@ -438,7 +438,7 @@ def to_model_messages(messages: list[Message] | tuple[Message, ...]) -> list[pm.
             request = []
 
     for message in messages:
-        text = ev.content_text(message.content)
+        text = display_text(message.content)
         if message.role == "system":
             request.append(pm.SystemPromptPart(content=text))
         elif message.role == "user":

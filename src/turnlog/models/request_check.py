@@ -9,7 +9,8 @@ from typing import Any, Final, Literal
 from turnlog.core.fold import Message
 from turnlog.errors import TurnlogError, UsageError
 from turnlog.providers import render, validate
-from turnlog.providers.common import parts_of, text_of, unique_call_ids
+from turnlog.providers.common import parts_of, unique_call_ids
+from turnlog.text import message_text
 
 CheckMode = Literal["warn", "strict", "off"]
 CHECK_MODES: Final = ("warn", "strict", "off")
@@ -40,7 +41,7 @@ def expected_entries(messages: Sequence[Message]) -> list[Entry]:
         if message.role == "tool":
             out.append(("result", str(message.call_id)))
             continue
-        text = text_of(message.content)
+        text = message_text(message.content)
         if text:
             out.append((message.role, text))
         for call in message.tool_calls:
@@ -79,7 +80,7 @@ def _chat_entries(payload: dict[str, Any]) -> list[Entry]:
             out.append(("result", message.get("tool_call_id")))
             continue
         if message.get("content"):
-            out.append((role, text_of(message["content"])))
+            out.append((role, message_text(message["content"])))
         for call in message.get("tool_calls") or ():
             out.append(("call", call.get("id"), call.get("function", {}).get("name")))
     return out

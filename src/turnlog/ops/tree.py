@@ -26,6 +26,7 @@ from turnlog.handle.log import Log
 from turnlog.handle.log import open_handle as open_log
 from turnlog.ops.revival import Revival, RevivalReason, revive
 from turnlog.stores import Store, child_session_id, stored_session
+from turnlog.text import display_text
 
 # A tree is opened whole (every session's writer lock is taken before anything
 # is written), so its size is bounded like everything else.
@@ -84,7 +85,7 @@ def settled_events(wait: Wait, child: str, content: Content) -> list[ev.EventDat
             call_id=wait.call_id,
             child=child,
             outcome="complete",
-            result=ev.content_text(content),
+            result=display_text(content),
         ),
         ev.ToolResult(call_id=wait.call_id, name=wait.name, content=content),
     ]

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from turnlog.core.fold import Message
-from turnlog.providers.common import Violation, arguments_object, parts_of, text_of
+from turnlog.providers.common import Violation, arguments_object, parts_of
+from turnlog.text import message_text
 
 NAME = "anthropic"
 # Blocks replayed verbatim: signed reasoning must come back byte for byte.
@@ -33,7 +34,7 @@ def _has_text(part: dict[str, Any]) -> bool:
 
 
 def _result_block(message: Message) -> dict[str, Any]:
-    text = text_of(message.content)
+    text = message_text(message.content)
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": message.call_id,
@@ -63,7 +64,7 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
 
     for message in messages:
         if message.role == "system":
-            if text := text_of(message.content):
+            if text := message_text(message.content):
                 system.append(text)
         elif message.role == "assistant":
             blocks: list[dict[str, Any]] = []

@@ -9,7 +9,6 @@ import msgspec
 
 from turnlog.core.fold import Message
 from turnlog.events import Content
-from turnlog.text import message_text
 
 
 class Violation(msgspec.Struct, frozen=True, kw_only=True):
@@ -25,11 +24,6 @@ def parts_of(content: Content) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     return list(content)
-
-
-#: The text a provider request carries for a message (one home:
-#: `turnlog.text.message_text`).
-text_of = message_text
 
 
 def arguments_object(arguments: Any) -> dict[str, Any]:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from turnlog.core.fold import Message
-from turnlog.providers.common import Violation, arguments_object, parts_of, text_of
+from turnlog.providers.common import Violation, arguments_object, parts_of
+from turnlog.text import message_text
 
 NAME = "gemini"
 
@@ -58,7 +59,7 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
 
     for message in messages:
         if message.role == "system":
-            if text := text_of(message.content):
+            if text := message_text(message.content):
                 system.append(text)
         elif message.role == "assistant":
             add("model", _model_parts(message))
@@ -71,12 +72,12 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
                         "functionResponse": {
                             "id": message.call_id,
                             "name": message.name or "tool",
-                            "response": {key: text_of(message.content)},
+                            "response": {key: message_text(message.content)},
                         }
                     }
                 ],
             )
-        elif text := text_of(message.content):
+        elif text := message_text(message.content):
             add("user", [{"text": text}])
     payload: dict[str, Any] = {"contents": contents}
     if system:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from turnlog.core.fold import Message
-from turnlog.providers.common import Violation, arguments_json, text_of
+from turnlog.providers.common import Violation, arguments_json
+from turnlog.text import message_text
 
 NAME = "openai-chat"
 
@@ -19,7 +20,7 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
     """
     out: list[dict[str, Any]] = []
     for message in messages:
-        text = text_of(message.content)
+        text = message_text(message.content)
         if message.role == "system":
             if text:
                 out.append({"role": "system", "content": text})

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from turnlog.core.fold import Message
-from turnlog.providers.common import Violation, arguments_json, parts_of, text_of
+from turnlog.providers.common import Violation, arguments_json, parts_of
+from turnlog.text import message_text
 
 NAME = "openai-responses"
 
@@ -60,10 +61,10 @@ def render(messages: Sequence[Message]) -> dict[str, Any]:
                 {
                     "type": "function_call_output",
                     "call_id": message.call_id,
-                    "output": text_of(message.content) or "(empty result)",
+                    "output": message_text(message.content) or "(empty result)",
                 }
             )
-        elif text_value := text_of(message.content):
+        elif text_value := message_text(message.content):
             role = "system" if message.role == "system" else "user"
             if message.render_as == "system":
                 role = "developer"  # a notice styled as the system's

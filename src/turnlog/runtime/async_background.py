@@ -13,6 +13,7 @@ from turnlog.errors import TurnlogError
 from turnlog.events import Content
 from turnlog.handle.async_log import AsyncLog
 from turnlog.runtime import background
+from turnlog.text import display_text
 
 # Background children running as tasks of this event loop, by parent handle.
 _CHILD_TASKS: weakref.WeakKeyDictionary[AsyncLog, dict[str, asyncio.Task[None]]] = (
@@ -41,7 +42,7 @@ def start_background(
         # like a child whose process died, it is adopted by the parent's next
         # loop, which revives it from its own log.
         try:
-            text = ev.content_text(await body())
+            text = display_text(await body())
             outcome = "complete"
         except Exception as exc:  # a failing child is a report, not a crash of the parent
             outcome, text = "error", f"{type(exc).__name__}: {exc}"

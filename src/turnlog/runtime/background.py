@@ -20,6 +20,7 @@ from turnlog.handle.log import Log
 from turnlog.ops.open import open as open_log
 from turnlog.ops.revival import revive
 from turnlog.stores import child_session_id
+from turnlog.text import display_text
 
 #: The name of the reference loops' join tool.
 WAIT_TOOL: Final = "task_wait"
@@ -151,7 +152,7 @@ def run_in_thread(
 
     def run() -> None:
         try:
-            text = ev.content_text(body())
+            text = display_text(body())
             outcome = "complete"
         except Exception as exc:  # a failing child is a report, not a crash of the parent
             outcome, text = "error", f"{type(exc).__name__}: {exc}"
@@ -287,7 +288,7 @@ def _adopt_one(
             child_log.recover()  # it answered and died before its turn_end
         last = child_log.last_message()
         child_log.close()
-        settle("complete", ev.content_text(last.content) if last is not None else "", None)
+        settle("complete", display_text(last.content) if last is not None else "", None)
         return None
     spec = spec_for(spawned)
     if spec is None:

@@ -17,6 +17,7 @@ from turnlog.runtime import background
 from turnlog.runtime.agents import AgentSpec, Reply, Tool, ToolOutput
 from turnlog.stores import child_session_id
 from turnlog.stores.base import MAX_SESSION_ID_CHARS
+from turnlog.text import display_text
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\-]")
 
@@ -67,7 +68,7 @@ class Spawn(msgspec.Struct, frozen=True, kw_only=True):
             call_id=self.call_id,
             child=self.child,
             outcome="complete" if reply is not None else "error",
-            result=ev.content_text(reply.content) if reply is not None else None,
+            result=display_text(reply.content) if reply is not None else None,
         )
 
 
