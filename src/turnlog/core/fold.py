@@ -281,6 +281,15 @@ class Fold:
                     owed.append(call_id)
         return owed
 
+    def owed_names(self) -> dict[str, str | None]:
+        """Unanswered calls of the open turn and their names, in order of first sighting."""
+        owed: dict[str, str | None] = {}
+        if self._turn is not None:
+            for call_id, call in self._turn.calls.items():
+                if not call.answered:
+                    owed[call_id] = call.name
+        return owed
+
     def owed_in_open_step(self) -> list[str]:
         """Unanswered calls requested in the open step."""
         owed: list[str] = []

@@ -15,6 +15,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 from turnlog import events as ev
 from turnlog.core.durability import Durability
 from turnlog.core.fold import Message
+from turnlog.core.open_turn import OpenTurn
 from turnlog.core.recovery import Plan
 from turnlog.core.verdict import Verdict
 from turnlog.errors import UsageError
@@ -194,6 +195,17 @@ class AsyncLog:
 
     def verdict(self) -> Verdict:
         return self.log.verdict()
+
+    @property
+    def turn_open(self) -> bool:
+        return self.log.turn_open
+
+    @property
+    def open_turn(self) -> OpenTurn | None:
+        return self.log.open_turn
+
+    def owed_calls(self) -> dict[str, str | None]:
+        return self.log.owed_calls()
 
     async def messages(self) -> tuple[Message, ...]:
         """The transcript (the first call may read the whole log, off the loop)."""

@@ -14,6 +14,7 @@ from turnlog.core.clock import utc_now
 from turnlog.core.damage import TornTail
 from turnlog.core.durability import DURABILITY_MODES, Durability
 from turnlog.core.fold import Fold, Message, SessionState
+from turnlog.core.open_turn import OpenTurn
 from turnlog.core.recovery import Plan, plan_verdict
 from turnlog.core.verdict import Verdict, decide
 from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
@@ -144,6 +145,27 @@ class Log:
         with the revivals so far and the reports still owed, so a tail reader
         need not search for them."""
         return self.held.next_turn_start()
+
+    # The bits an adapter asks on every item it records, without the cost of
+    # a whole verdict (which classifies every owed call, its waits and reports).
+
+    @property
+    def turn_open(self) -> bool:
+        """True while a turn is open (begun and not ended)."""
+        return self.held.fold.turn_open
+
+    @property
+    def open_turn(self) -> OpenTurn | None:
+        """A snapshot of the open turn (its calls, steps and spawns), or None."""
+        held = self.held
+        with held.lock:
+            return held.fold.open_turn
+
+    def owed_calls(self) -> dict[str, str | None]:
+        """The open turn's unanswered calls, id to name, in order of first sighting."""
+        held = self.held
+        with held.lock:
+            return held.fold.owed_names()
 
     def last_message(self) -> Message | None:
         """The newest transcript entry (exact even when only the tail was read)."""

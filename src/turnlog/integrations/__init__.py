@@ -140,7 +140,7 @@ def repair(log: Log, *, recover: bool = False, revive: bool = False) -> None:
                 )
         # Past the revival cap nothing is revived, and recovery still closes
         # the turn, as `turnlog.open(..., revive=True)` does.
-        if log.crashed and (recover or revive or not log.verdict().owed):
+        if log.crashed and (recover or revive or not log.owed_calls()):
             log.recover()
 
 
@@ -157,7 +157,7 @@ def fail_run(log: Log, exc: BaseException) -> None:
     did not start (U2), the turn ends `error` (or `cancelled`). The next run
     on the session starts clean."""
     with log.lock:
-        if log.closed or log.crashed or log.verdict().open_turn is None:
+        if log.closed or log.crashed or not log.turn_open:
             return
         log.fail_turn(exc)
 
@@ -167,10 +167,9 @@ def refuse_unfinished(log: Log, *, how: str) -> None:
     open (an exception no hook of the framework saw): its words would land
     inside that turn. Refused; `how` says how to close it."""
     with log.lock:
-        found = log.verdict()
-        if log.crashed or found.open_turn is None:
+        if log.crashed or not log.turn_open:
             return
-        owed = ", ".join(call.call_id for call in found.owed) or "none"
+        owed = ", ".join(log.owed_calls()) or "none"
     raise SessionInterruptedError(
         f"session {log.session_id!r}: an earlier run in this process ended without ending "
         f"its turn (owed: {owed}); a new run would start inside that turn",
@@ -183,7 +182,7 @@ def refuse_interrupted(log: Log, *, how: str | None = None) -> None:
     would stay owed under the new run's messages. Recovery answers them first."""
     if not log.crashed:
         return
-    owed = ", ".join(call.call_id for call in log.verdict().owed)
+    owed = ", ".join(log.owed_calls())
     where = log.store.location(log.session_id) or log.session_id
     raise SessionInterruptedError(
         f"session {log.session_id!r} was interrupted mid-turn (owed: {owed}); "
@@ -314,9 +313,9 @@ def begin_step(log: Log, *, open_step: bool = True) -> None:
     step ended, the next one started (or only ensured, with `open_step=False`,
     for items recorded outside the hooks)."""
     with log.lock:
-        if log.verdict().open_turn is None:
+        if not log.turn_open:
             log.append(log.next_turn_start())
-        turn = log.verdict().open_turn
+        turn = log.open_turn
         assert turn is not None
         if turn.open_step is not None:
             if not open_step:
@@ -345,7 +344,7 @@ def dispatch_ahead(log: Log, calls: Sequence[AheadCall]) -> list[str]:
     again for the same call (a hook that fires per validation) writes nothing.
     Returns the ids written."""
     with log.lock:
-        turn = log.verdict().open_turn
+        turn = log.open_turn
         if turn is None:
             return []
         waiting = {
@@ -374,9 +373,8 @@ def end_turn(log: Log) -> bool:
     """The run answered: end the open step and the turn, unless calls are owed
     (then the turn is left for recovery to judge). True when it ended."""
     with log.lock:
-        found = log.verdict()
-        turn = found.open_turn
-        if turn is None or found.owed:
+        turn = log.open_turn
+        if turn is None or turn.owed:
             return False
         if turn.open_step is not None:
             log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="ok"))

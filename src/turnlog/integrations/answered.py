@@ -48,7 +48,7 @@ def owed_here(log: Log, call_id: str) -> bool:
     """The open turn asked for `call_id` and nothing has answered it: a run
     about to dispatch it is the run that asked for it."""
     with log.lock:
-        turn = log.verdict().open_turn
+        turn = log.open_turn
         if turn is None:
             return False
         return any(c.call_id == call_id and c.requested and not c.answered for c in turn.calls)

@@ -214,8 +214,7 @@ class TurnlogToolWrapper:
     def _record_request(self, state: Any, call_id: str) -> None:
         log = self._live()
         with self._lock, log.lock:
-            found = log.verdict()
-            turn = found.open_turn
+            turn = log.open_turn
             if turn is not None and any(
                 c.call_id == call_id and c.requested and not c.answered for c in turn.calls
             ):
@@ -344,7 +343,7 @@ class TurnlogToolWrapper:
         the same step already recorded: it never started (U2)."""
         log = self._live()
         with self._lock, log.lock:
-            if call_id in {call.call_id for call in log.verdict().owed}:
+            if call_id in set(log.owed_calls()):
                 result = unwind_result(call_id, name, dispatched=False, error=str(error))
                 log.append(result, origin=Origin.UNWIND.value, allow_undispatched=True)
 
@@ -414,9 +413,9 @@ class TurnlogToolWrapper:
             return
         log = self._live()
         with self._lock, log.lock:
-            if self._recorded(last) or log.verdict().owed:
+            if self._recorded(last) or log.owed_calls():
                 return
-            if log.verdict().open_turn is None:
+            if not log.turn_open:
                 self._check(messages[:-1])
                 self._record_new_prompts(messages, len(messages) - 1)
             begin_step(log)
@@ -528,7 +527,7 @@ class TurnlogToolWrapper:
             ],
         )
         self._note_ids([asking])
-        turn = log.verdict().open_turn
+        turn = log.open_turn
         assert turn is not None
         # The crash ended this step before any of its calls ran: recovery's own
         # word for that is a `step_end` of origin recovery.

@@ -150,8 +150,7 @@ class TurnlogSession:
     async def _add_item(self, item: dict[str, Any]) -> None:
         kind = item.get("type", "message" if "role" in item else None)
         log = self.log
-        verdict = log.verdict()
-        owed = {call.call_id: call.name for call in verdict.owed}
+        owed = log.owed_calls()
         if kind == "message" and item.get("role") in ("user", "system", "developer"):
             # The SDK saves a run's input before its first model call: a turn
             # open now was left by an earlier run that raised, unseen by any hook.
@@ -202,7 +201,7 @@ class TurnlogSession:
             await log.append(ev.Custom(type=_ITEM_EVENT, fields=item))
 
     def _asked(self, call_id: str) -> bool:
-        turn = self.log.verdict().open_turn
+        turn = self.log.open_turn
         return turn is not None and any(call.call_id == call_id for call in turn.calls)
 
     async def _ensure_step(self) -> None:
@@ -221,7 +220,7 @@ class TurnlogSession:
 
     async def clear_session(self) -> None:
         """Hide every item so far. Appends an event; nothing is deleted."""
-        through = self.log.verdict().next_seq - 1
+        through = self.log.log.next_seq - 1
         await self.log.append(ev.Custom(type=_CLEAR_EVENT, fields={"through_seq": through}))
         self._shared.cleared_through = through
 
@@ -326,7 +325,7 @@ def _begin_step(log: Any, shared: _Hiding, context: Any) -> None:
     exception no hook saw, with no input saved to refuse) is refused here,
     before anything of this run lands in it."""
     with log.lock:
-        turn = log.verdict().open_turn
+        turn = log.open_turn
         if turn is not None and shared.run is not None and shared.run is not context:
             refuse_unfinished(log, how=_UNFINISHED_HOW)
         if turn is None:
@@ -348,7 +347,7 @@ def _dispatch_tool(log: Log, shared: _Hiding, dispatch: ev.ToolDispatch) -> None
     """A tool's dispatch, unless `on_llm_end` dispatched the call ahead (one
     it took for a call the SDK runs itself): one dispatch per call."""
     with log.lock:
-        turn = log.verdict().open_turn
+        turn = log.open_turn
         if (
             dispatch.call_id in shared.ahead
             and turn is not None

@@ -316,7 +316,7 @@ def _asks(ctx: Any, call_id: str) -> bool:
 
 
 def _open_turn_seq(log: Log) -> int | None:
-    turn = log.verdict().open_turn
+    turn = log.open_turn
     return turn.seq if turn is not None else None
 
 
@@ -355,7 +355,7 @@ def _settle(log: Log, messages: list[Any]) -> None:
     dispatch (the turn then claims nothing about calls it did not dispatch,
     which is pessimistic, not wrong)."""
     with log.lock:
-        turn = log.verdict().open_turn
+        turn = log.open_turn
         owed = {c.call_id: c for c in turn.calls if not c.answered} if turn else {}
         if not owed:
             return
