@@ -16,7 +16,7 @@ import msgspec
 
 from turnlog.core.fold import Message
 from turnlog.core.notices import NoticeStyle
-from turnlog.events import Content, Origin, ToolCall, TurnEndReason
+from turnlog.events import Content, Origin, ToolCall
 from turnlog.handle.async_log import AsyncDispatch, AsyncLog
 from turnlog.ops.open import Opening, aopen
 from turnlog.runtime import background
@@ -34,7 +34,7 @@ from turnlog.runtime.async_background import (
     session_state,
     start_background,
 )
-from turnlog.runtime.budgets import Budget, BudgetClock, budget_spent_result
+from turnlog.runtime.budgets import budget_spent_result
 from turnlog.runtime.deadlines import ToolThread, past_deadline_result
 from turnlog.runtime.subagents import (
     CallContext,
@@ -47,6 +47,13 @@ from turnlog.runtime.subagents import (
     subagent_tool_running,
 )
 from turnlog.runtime.tool_calls import call_deadline, dispatch_options, record_late, record_output
+from turnlog.runtime.turn_rules import (
+    BUDGET_EXHAUSTED,
+    Next,
+    TurnRules,
+    tool_error_text,
+    unknown_tool_text,
+)
 
 # The public asyncio API, wherever each part lives.
 __all__ = [
@@ -258,17 +265,21 @@ async def arun_turn(
     undispatched not run (B1) and ends the turn `budget_exhausted`.
     """
     timeout_s = check_deadline(timeout_s)
-    clock = BudgetClock(
-        Budget(max_steps=max_steps, max_tool_calls=max_tool_calls, max_turn_s=max_turn_s)
+    rules = TurnRules(
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+        max_turn_s=max_turn_s,
+        await_background=await_background,
     )
+    clock = rules.clock
     if user_text is not None:
         await log.user(user_text)
     await _adopt_background(log, tools)
     reply = Reply()
     async with log.turn(resume=resume) as turn:
         while True:
-            if clock.before_step() is not None:
-                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
+            if not rules.may_step():
+                turn.reason = BUDGET_EXHAUSTED
                 return reply
             # As in `run_turn`: reports go only into a step that will run.
             await log.call(background.deliver_reports, log.log, notice_style)
@@ -290,18 +301,14 @@ async def arun_turn(
                     await log.append_many(
                         results, origin=Origin.BUDGET.value, allow_undispatched=True
                     )
-            if spent is not None:
-                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
-                return reply
-            if reply.tool_calls:
+            next_move = rules.after_step(reply, spent)
+            if next_move is Next.WAIT:
+                got = await await_report(log, timeout_s=rules.wait_s())
+                next_move = rules.after_wait(got, lambda: bool(child_tasks(log)))
+            if next_move is Next.STEP:
                 continue
-            if not await_background:
-                return reply
-            # As in `run_turn`: the turn's time bounds the wait for a report.
-            if await await_report(log, timeout_s=clock.remaining_s()):
-                continue
-            if clock.time_spent() is not None and child_tasks(log):
-                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
+            if next_move is Next.SPENT:
+                turn.reason = BUDGET_EXHAUSTED
             return reply
 
 
@@ -343,7 +350,7 @@ async def _arun_call(
     try:
         async with log.dispatch(call, **dispatch_options(tool, call, timeout_s)) as running:
             if tool is None:
-                await running.result(f"unknown tool {call.name!r}", is_error=True)
+                await running.result(unknown_tool_text(call.name), is_error=True)
                 return
             arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
             context = AsyncToolContext(log, call, step, spawns_before)
@@ -354,7 +361,7 @@ async def _arun_call(
             # TimeoutError (a socket's, an upstream API's) is one of those:
             # only the loop's deadline, reported by `_run_tool`, answers D1.
             except Exception as exc:
-                await running.result(f"{type(exc).__name__}: {exc}", is_error=True)
+                await running.result(tool_error_text(exc), is_error=True)
                 return
             if not in_time:
                 assert timeout_s is not None

@@ -17,7 +17,7 @@ import msgspec
 
 from turnlog.core.notices import NoticeStyle
 from turnlog.errors import UsageError
-from turnlog.events import Content, Origin, ToolCall, ToolDispatch, TurnEndReason
+from turnlog.events import Content, Origin, ToolCall, ToolDispatch
 from turnlog.handle.blocks import DispatchBlock
 from turnlog.handle.log import Log
 from turnlog.ops.open import open as open_log
@@ -32,7 +32,7 @@ from turnlog.runtime.agents import (
     ToolOutput,
     check_deadline,
 )
-from turnlog.runtime.budgets import Budget, BudgetClock, budget_spent_result
+from turnlog.runtime.budgets import BudgetClock, budget_spent_result
 from turnlog.runtime.deadlines import ToolThread, behind_deadline_result, past_deadline_result
 from turnlog.runtime.subagents import (
     CallContext,
@@ -46,6 +46,13 @@ from turnlog.runtime.subagents import (
     subagent_tool_running,
 )
 from turnlog.runtime.tool_calls import call_deadline, dispatch_options, record_late, record_output
+from turnlog.runtime.turn_rules import (
+    BUDGET_EXHAUSTED,
+    Next,
+    TurnRules,
+    tool_error_text,
+    unknown_tool_text,
+)
 
 __all__ = [
     "MAX_STEPS_PER_TURN",
@@ -234,8 +241,11 @@ def run_turn(
     `Log.turn`) instead of starting one.
     """
     timeout_s = check_deadline(timeout_s)
-    clock = BudgetClock(
-        Budget(max_steps=max_steps, max_tool_calls=max_tool_calls, max_turn_s=max_turn_s)
+    rules = TurnRules(
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+        max_turn_s=max_turn_s,
+        await_background=await_background,
     )
     if user_text is not None:
         log.user(user_text)
@@ -243,8 +253,8 @@ def run_turn(
     reply = Reply()
     with log.turn(resume=resume) as turn:
         while True:
-            if clock.before_step() is not None:
-                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
+            if not rules.may_step():
+                turn.reason = BUDGET_EXHAUSTED
                 return reply
             # Reports are injected only into a step that will run: one that
             # came as the turn ended waits for the next turn's model to read it.
@@ -252,20 +262,15 @@ def run_turn(
             with log.step():
                 reply = model(log.messages)
                 log.assistant(reply.content, reply.tool_calls)
-                spent = _run_calls(log, tools, reply.tool_calls, clock, timeout_s)
-            if spent is not None:
-                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
-                return reply
-            if reply.tool_calls:
+                spent = _run_calls(log, tools, reply.tool_calls, rules.clock, timeout_s)
+            next_move = rules.after_step(reply, spent)
+            if next_move is Next.WAIT:
+                got = background.wait_for_report(log, timeout_s=rules.wait_s())
+                next_move = rules.after_wait(got, lambda: background.still_running(log))
+            if next_move is Next.STEP:
                 continue
-            if not await_background:
-                return reply
-            # The wait for a report is bounded by the turn's time: a report
-            # that comes later is delivered once, at the next turn's first step.
-            if background.wait_for_report(log, timeout_s=clock.remaining_s()):
-                continue
-            if clock.time_spent() is not None and background.still_running(log):
-                turn.reason = TurnEndReason.BUDGET_EXHAUSTED.value
+            if next_move is Next.SPENT:
+                turn.reason = BUDGET_EXHAUSTED
             return reply
 
 
@@ -306,7 +311,7 @@ def _run_call(log: Log, tool: Tool | None, call: ToolCall, timeout_s: float | No
     payload = ToolDispatch(call_id=call.id, name=call.name, **fields)
     with DispatchBlock(log.held, call, payload) as running:
         if tool is None:
-            running.result(f"unknown tool {call.name!r}", is_error=True)
+            running.result(unknown_tool_text(call.name), is_error=True)
             return True
         arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
         args: tuple[Any, ...] = (ToolContext(log, call),) if tool.context else ()
@@ -325,7 +330,7 @@ def _run_call(log: Log, tool: Tool | None, call: ToolCall, timeout_s: float | No
             except Exception as exc:  # a failing tool is a result the model sees, not a crash
                 error = exc
         if error is not None:
-            running.result(f"{type(error).__name__}: {error}", is_error=True)
+            running.result(tool_error_text(error), is_error=True)
         elif inspect.isawaitable(output):
             if inspect.iscoroutine(output):
                 output.close()
