@@ -3,6 +3,9 @@ floor, no import runs upward, and no two folders import each other."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 from import_graph import FLOORS, folder_cycles, graph, is_door, modules, room, upward
 
 
@@ -28,3 +31,41 @@ def test_the_framework_adapters_do_not_import_the_foreign_transcript_readers() -
         if room(target) == "formats"
     )
     assert found == []
+
+
+# What the pure core may import from outside turnlog: data shapes, the codec,
+# and the clock (`utc_now` reads the time; it touches no file, socket or process).
+CORE_MAY_IMPORT = frozenset(
+    {"__future__", "collections", "copy", "dataclasses", "datetime", "enum", "msgspec", "time"}
+    | {"typing", "re", "itertools", "functools", "math"}
+)
+# The floors the core stands on: nothing above it, so no store and no handle.
+CORE_STANDS_ON = frozenset({"errors", "text", "events", "core"})
+
+
+def _outside_imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+    return found - {"turnlog"}
+
+
+def _calls_open(path: Path) -> bool:
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open"
+        for node in ast.walk(ast.parse(path.read_text()))
+    )
+
+
+def test_the_core_does_no_io_and_imports_no_store() -> None:
+    core = [(module, path) for module, path in modules() if room(module) == "core"]
+    assert len(core) >= 15  # read from the tree: every module the folder holds
+    for module, path in core:
+        outside = _outside_imports(path) - CORE_MAY_IMPORT
+        assert not outside, (module, sorted(outside))
+        assert not _calls_open(path), module
+        above = {room(target) for target in graph()[module]} - CORE_STANDS_ON
+        assert not above, (module, sorted(above))

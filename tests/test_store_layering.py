@@ -41,27 +41,6 @@ def test_stores_import_nothing_above_them() -> None:
         assert not upward, f"{path.relative_to(SRC)} imports {sorted(upward)}"
 
 
-def test_the_leaves_import_no_store_and_no_format() -> None:
-    for name in (
-        "core/sniff.py",
-        "core/tail.py",
-        "core/revivable.py",
-        "text.py",
-        "core/fold.py",
-        "core/state.py",
-        "core/open_turn.py",
-        "core/transcript.py",
-        "core/batch_order.py",
-        "core/clock.py",
-        "core/durability.py",
-        "core/crashed.py",
-    ):
-        above = {
-            m for m in imports(SRC / name) if m.startswith(("turnlog.stores", "turnlog.formats"))
-        }
-        assert not above, f"{name} imports {sorted(above)}"
-
-
 def test_the_storage_modules_stay_small() -> None:
     paths = [
         *(SRC / "stores").rglob("*.py"),
