@@ -31,6 +31,8 @@ from turnlog.stores import store_from_url
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from turnlog.formats.rescue import Failure, Repair, RepairRun
+
 
 KIND_CHOICE = click.Choice(["claude-code", "codex"])
 
@@ -99,34 +101,10 @@ def doctor_command(
     when a file looks live, 3 when a file could not be read or repaired: the
     worst over all files.
     """
-    from turnlog.formats.rescue import (
-        DEFAULT_FOLDERS,
-        Failure,
-        Repair,
-        RepairRun,
-        diagnose,
-        failure,
-        scan_folder,
-        subagent_diagnoses,
-    )
+    from turnlog.formats.rescue import Failure, RepairRun
 
     console = _console()
-    run = RepairRun(force=force, live_window_s=live_window_s)
-    if scan_all:
-        folder = os.path.expanduser(path or DEFAULT_FOLDERS[kind])
-        if not os.path.isdir(folder):
-            raise UsageError(f"{folder} is not a folder", hint="pass the folder to scan")
-        found = scan_folder(
-            kind,
-            folder,
-            progress=lambda files: _progress(console, list(files), "scanning", as_json=as_json),
-        )
-    else:
-        if path is None:
-            raise UsageError("doctor needs a FILE, or --all to scan a folder")
-        named = diagnose(path, kind)
-        # A session's subagents killed with it owe results in their own files.
-        found = [named, *subagent_diagnoses(path, named)]
+    found, folder = _diagnose_named(kind, path, scan_all, console, as_json=as_json)
     diagnosed = [item for item in found if not isinstance(item, Failure)]
     failed: list[Failure] = [item for item in found if isinstance(item, Failure)]
     wanted = [item for item in diagnosed if item.needs_repair]
@@ -136,18 +114,72 @@ def doctor_command(
         if scan_all and not wanted and not failed:
             console.print(f"nothing to repair in {folder}")
     if wanted and not dry_run and not yes:
-        if not sys.stdin.isatty():
-            raise UsageError(
-                "not repairing without a confirmation",
-                hint="pass --yes to repair without asking, or --dry-run to look only",
-            )
-        if not click.confirm(f"append the repairs to {len(wanted)} file(s)?", default=False):
-            sys.exit(EXIT_FINDINGS)
+        _confirm(len(wanted))
     # A folder reports the sessions that need a repair; one file always
     # reports, then its subagents' files that need one.
     listed = wanted if scan_all else diagnosed
+    run = RepairRun(force=force, live_window_s=live_window_s)
+    done, codes = _repair_each(run, listed, kind, dry_run=dry_run, scan_all=scan_all)
+    codes += [_failure_code(unread) for unread in failed]
+    if as_json:
+        _emit_json(
+            {
+                "repairs": [_to_builtins(repair) for repair in done],
+                "failed": [_to_builtins(unread) for unread in failed],
+            }
+        )
+    else:
+        _print_repairs(console, done, failed)
+    if dry_run and wanted:
+        codes.append(EXIT_FINDINGS)
+    worst = _worst(codes)
+    if worst != EXIT_OK:
+        sys.exit(worst)
+
+
+def _diagnose_named(
+    kind: str, path: str | None, scan_all: bool, console: Console, *, as_json: bool
+) -> tuple[list[Any], str | None]:
+    """What `doctor` was pointed at, diagnosed: a folder's files (with a
+    progress bar), or one file and its subagents' own files. Also the folder."""
+    from turnlog.formats.rescue import DEFAULT_FOLDERS, diagnose, scan_folder, subagent_diagnoses
+
+    if scan_all:
+        folder = os.path.expanduser(path or DEFAULT_FOLDERS[kind])
+        if not os.path.isdir(folder):
+            raise UsageError(f"{folder} is not a folder", hint="pass the folder to scan")
+        found = scan_folder(
+            kind,
+            folder,
+            progress=lambda files: _progress(console, list(files), "scanning", as_json=as_json),
+        )
+        return list(found), folder
+    if path is None:
+        raise UsageError("doctor needs a FILE, or --all to scan a folder")
+    named = diagnose(path, kind)
+    # A session's subagents killed with it owe results in their own files.
+    return [named, *subagent_diagnoses(path, named)], None
+
+
+def _confirm(count: int) -> None:
+    """Ask before appending to files another tool owns; no terminal, no repair."""
+    if not sys.stdin.isatty():
+        raise UsageError(
+            "not repairing without a confirmation",
+            hint="pass --yes to repair without asking, or --dry-run to look only",
+        )
+    if not click.confirm(f"append the repairs to {count} file(s)?", default=False):
+        sys.exit(EXIT_FINDINGS)
+
+
+def _repair_each(
+    run: RepairRun, listed: list[Any], kind: str, *, dry_run: bool, scan_all: bool
+) -> tuple[list[Repair | Failure], list[int]]:
+    """Repair (or, dry, describe) each listed file; the exit codes of those that failed."""
+    from turnlog.formats.rescue import Repair, failure
+
     done: list[Repair | Failure] = []
-    codes = [_failure_code(unread) for unread in failed]
+    codes: list[int] = []
     for index, item in enumerate(listed):
         if dry_run:
             action = "would repair" if item.needs_repair else "nothing to repair"
@@ -163,38 +195,31 @@ def doctor_command(
             lost = failure(item.path, error)
             done.append(lost)
             codes.append(_failure_code(lost))
-    if as_json:
-        _emit_json(
-            {
-                "repairs": [_to_builtins(repair) for repair in done],
-                "failed": [_to_builtins(unread) for unread in failed],
-            }
-        )
-    else:
-        for unread in failed:
-            console.print(f"{unread.path}: not read: {unread.error}", style="red")
-        for repair in done:
-            if isinstance(repair, Failure):
-                console.print(f"{repair.path}: not repaired: {repair.error}", style="red")
-                if repair.hint:
-                    console.print(f"  hint: {repair.hint}")
-                continue
-            where = repair.diagnosis.path
-            moved = repair.torn_tail
-            if moved is not None:
-                console.print(
-                    f"{where}: moved a torn fragment of {moved.size_bytes} bytes to {moved.sidecar}"
-                )
-            if repair.action == "repaired" and repair.appended_bytes:
-                lines = len(repair.diagnosis.lines)
-                console.print(f"{where}: appended {lines} line(s), {repair.appended_bytes} bytes")
-            elif repair.action != "repaired":
-                console.print(f"{where}: {repair.action}")
-    if dry_run and wanted:
-        codes.append(EXIT_FINDINGS)
-    worst = _worst(codes)
-    if worst != EXIT_OK:
-        sys.exit(worst)
+    return done, codes
+
+
+def _print_repairs(console: Console, done: list[Repair | Failure], failed: list[Failure]) -> None:
+    from turnlog.formats.rescue import Failure
+
+    for unread in failed:
+        console.print(f"{unread.path}: not read: {unread.error}", style="red")
+    for repair in done:
+        if isinstance(repair, Failure):
+            console.print(f"{repair.path}: not repaired: {repair.error}", style="red")
+            if repair.hint:
+                console.print(f"  hint: {repair.hint}")
+            continue
+        where = repair.diagnosis.path
+        moved = repair.torn_tail
+        if moved is not None:
+            console.print(
+                f"{where}: moved a torn fragment of {moved.size_bytes} bytes to {moved.sidecar}"
+            )
+        if repair.action == "repaired" and repair.appended_bytes:
+            lines = len(repair.diagnosis.lines)
+            console.print(f"{where}: appended {lines} line(s), {repair.appended_bytes} bytes")
+        elif repair.action != "repaired":
+            console.print(f"{where}: {repair.action}")
 
 
 def _failure_code(item: Any) -> int:
