@@ -1,5 +1,6 @@
-"""The door of `turnlog.aio`, which lives in `turnlog.runtime.async_loop`: it only
-re-exports the documented names, so code written for the old path keeps working."""
+"""The door of `turnlog.aio`, which lives in `turnlog.runtime.async_loop` (its `aopen` in
+`turnlog.ops.open`): it only re-exports the documented names, so code written for the
+old path keeps working."""
 
 from turnlog.core.notices import (
     NoticeStyle as NoticeStyle,

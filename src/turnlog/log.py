@@ -1,5 +1,6 @@
-"""The door of `turnlog.log`, which lives in `turnlog.handle.log`: it only
-re-exports the documented names, so code written for the old path keeps working."""
+"""The door of `turnlog.log`, which lives in `turnlog.handle.log` (its `open` in
+`turnlog.ops.open`): it only re-exports the documented names, so code written for the
+old path keeps working."""
 
 from turnlog.core.damage import (
     TornTail as TornTail,
