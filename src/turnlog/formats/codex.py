@@ -115,7 +115,28 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
     problems = list(parsed.problems)
     session_id = _session_id(meta.get("id"), path, problems)
     first_ts = meta.get("timestamp") or next((ts for _, ts, _ in lines if ts), None)
-    header = ev.Session(
+    rollout = _Rollout(Builder(_header(session_id, meta, first_ts), first_ts), first_ts)
+    events = rollout.read(lines)
+    build = rollout.build
+    if damaged:
+        build.counted["record on a damaged line (Codex skips the line)"] += damaged
+    return Transcript(
+        kind=CODEX,
+        session_id=session_id,
+        events=events,
+        calls=rollout.calls,
+        problems=tuple(problems),
+        torn=parsed.torn,
+        counted=dict(build.counted),
+        variant=variant,
+        open_calls=rollout.open_calls(),
+        stopped_by_user=rollout.aborted,
+    )
+
+
+def _header(session_id: str, meta: dict[str, Any], first_ts: str | None) -> ev.Session:
+    """The session header: the rollout's id, first time and the tool's own details."""
+    return ev.Session(
         session_id=session_id,
         created_at=first_ts,
         agent=ev.Agent(type=CODEX),
@@ -124,169 +145,189 @@ def from_parsed(parsed: Parsed, path: str) -> Transcript:
             **{k: meta[k] for k in ("cli_version", "cwd", "originator") if k in meta},
         },
     )
-    build = Builder(header, first_ts)
-    calls: dict[str, Call] = {}
-    pending_parts: list[dict[str, Any]] = []
-    pending_calls: list[ToolCall] = []
-    recorded: dict[str, tuple[str, str]] = {}
-    ts: str | None = first_ts
-    # The newest model item was a reasoning item (what a reasoning item
-    # belongs to is the item right after it).
-    last_was_reasoning = False
-    # The tool closed the newest turn itself (task_complete, turn_aborted).
-    closed_by_tool = False
-    aborted = False
 
-    def flush() -> None:
-        nonlocal pending_parts, pending_calls, last_was_reasoning
-        if pending_parts or pending_calls:
-            build.assistant(pending_parts, pending_calls, ts)
-            for call in pending_calls:
-                calls[call.id].turn = build.turn_number
-        pending_parts, pending_calls = [], []
-        last_was_reasoning = False
 
-    def settle_recorded() -> None:
+class _Rollout:
+    """One pass over a rollout's lines, in file order, building its events.
+
+    Consecutive model items are gathered into one assistant message, which is
+    written (flushed) when a line of another kind comes.
+    """
+
+    def __init__(self, build: Builder, first_ts: str | None) -> None:
+        self.build = build
+        self.calls: dict[str, Call] = {}
+        self.pending_parts: list[dict[str, Any]] = []
+        self.pending_calls: list[ToolCall] = []
+        # Outputs known only from `*_end` events: call id -> (event, text).
+        self.recorded: dict[str, tuple[str, str]] = {}
+        self.ts: str | None = first_ts
+        # The newest model item was a reasoning item (what a reasoning item
+        # belongs to is the item right after it).
+        self.last_was_reasoning = False
+        # The tool closed the newest turn itself (task_complete, turn_aborted).
+        self.closed_by_tool = False
+        self.aborted = False
+
+    def read(self, lines: list[tuple[str, str | None, Any]]) -> list[ev.Event]:
+        """Every line in order, then the last turn closed if the file shows it finished."""
+        for kind, stamp, payload in lines:
+            self.ts = stamp or self.ts
+            if kind == "response_item" and isinstance(payload, dict):
+                self._response_item(payload)
+            elif kind == "event_msg" and isinstance(payload, dict):
+                self._flush()
+                self._event(payload)
+            elif kind == "compacted" and isinstance(payload, dict):
+                self._flush()
+                self._compacted(payload)
+            else:
+                self.build.counted[f"{kind} line"] += 1
+        self._flush()
+        self._settle_recorded()
+        return self.build.finish(self.ts)
+
+    def open_calls(self) -> list[str]:
+        """What a repair answers: the newest turn's calls with no output, unless
+        Codex closed that turn itself. An older turn's orphan (a new prompt came
+        after it) Codex answers "aborted" on its own at request time."""
+        if self.closed_by_tool:
+            return []
+        newest = self.build.turn_number
+        return [c.call_id for c in self.calls.values() if c.turn == newest and not c.answered]
+
+    def _flush(self) -> None:
+        """Write the gathered model items as one assistant message."""
+        if self.pending_parts or self.pending_calls:
+            self.build.assistant(self.pending_parts, self.pending_calls, self.ts)
+            for call in self.pending_calls:
+                self.calls[call.id].turn = self.build.turn_number
+        self.pending_parts, self.pending_calls = [], []
+        self.last_was_reasoning = False
+
+    def _settle_recorded(self) -> None:
         # Outputs known only from `*_end` events, for calls the turn still owes.
-        for call_id in build.fold.owed_in_open_turn():
-            if call_id in recorded and call_id in calls:
-                event, text = recorded[call_id]
+        for call_id in self.build.fold.owed_in_open_turn():
+            if call_id in self.recorded and call_id in self.calls:
+                event, text = self.recorded[call_id]
                 content = f"{RECORDED_NOTE.format(event=event)}\n\n{text}"
-                calls[call_id].recorded_output = content
-                build.result(call_id, calls[call_id].name, content, False, ts)
+                self.calls[call_id].recorded_output = content
+                self.build.result(call_id, self.calls[call_id].name, content, False, self.ts)
 
-    for kind, stamp, payload in lines:
-        ts = stamp or ts
-        if kind == "response_item" and isinstance(payload, dict):
-            item = str(payload.get("type"))
-            role = payload.get("role")
-            if item == "message" and role == "assistant":
-                pending_parts.append({"type": "text", "text": text_of(payload.get("content"))})
-                flush()
-            elif item in _MODEL_ITEMS:
-                if item == "reasoning":
-                    pending_parts.append(payload)
-                    last_was_reasoning = True
-                    continue
-                if item == "web_search_call":
-                    # A search the server ran; turnlog's transcript has no
-                    # such item, so it is not imported, and neither is the
-                    # reasoning item it followed (a reasoning item is only
-                    # valid with the item it led to).
-                    build.counted["web_search_call item (no output item)"] += 1
-                    if last_was_reasoning and pending_parts:
-                        pending_parts.pop()
-                        build.counted["reasoning item before a web_search_call"] += 1
-                else:
-                    call_id = str(payload.get("call_id") or payload.get("id"))
-                    name = str(
-                        payload.get("name")
-                        or ("local_shell" if item == "local_shell_call" else item)
-                    )
-                    arguments = (
-                        _arguments(payload.get("arguments"))
-                        if item == "function_call"
-                        else {"input": payload.get("input")}
-                        if item == "custom_tool_call"
-                        else payload.get("action") or {}
-                    )
-                    extra = (
-                        {"item_id": payload["id"]} if isinstance(payload.get("id"), str) else None
-                    )
-                    pending_calls.append(
-                        ToolCall(id=call_id, name=name, arguments=arguments, extra=extra)
-                    )
-                    calls[call_id] = Call(call_id=call_id, name=name, kind=_CALL_KINDS[item])
-                last_was_reasoning = False
-            elif item in _OUTPUTS:
-                flush()
-                call_id = str(payload.get("call_id"))
-                text, is_error = output_text(payload.get("output"))
-                if call_id in calls:
-                    calls[call_id].answered = True
-                build.result(
-                    call_id, calls[call_id].name if call_id in calls else None, text, is_error, ts
-                )
-            elif item == "message":
-                flush()
-                text = text_of(payload.get("content"))
-                if role in ("user",) and not text.lstrip().startswith("<"):
-                    closed_by_tool = aborted = False
-                    build.prompt(text, ts)
-                elif role in ("system", "developer"):
-                    build.counted[f"{role} message"] += 1
-                else:
-                    # Environment context and instructions: model input, not a prompt.
-                    build.user(text, ts, injected="context")
-            else:
-                flush()
-                build.counted[f"{item} item"] += 1
-        elif kind == "event_msg" and isinstance(payload, dict):
-            flush()
-            event = str(payload.get("type"))
-            call_id = str(payload.get("call_id"))
-            if event in _BEGINS and call_id in calls:
-                # Proves this call started; says nothing about its siblings.
-                calls[call_id].started = True
-                build.dispatch(calls[call_id], ts)
-            elif event in _ENDS and call_id in calls:
-                calls[call_id].started = True
-                build.dispatch(calls[call_id], ts)
-                recorded[call_id] = (event, _finished_output(payload))
-            elif event == "task_started":
-                closed_by_tool = aborted = False
-                if not build.turn_open:
-                    build.start_turn(ts)
-            elif event == "task_complete":
-                settle_recorded()
-                closed_by_tool = True
-                build.end_turn_if_settled(ev.TurnEndReason.COMPLETE.value, ts)
-            elif event == "turn_aborted":
-                closed_by_tool = aborted = True
-                build.end_turn_if_settled(ev.TurnEndReason.CANCELLED.value, ts)
-            else:
-                build.counted[f"{event} event"] += 1
-        elif kind == "compacted" and isinstance(payload, dict):
-            flush()
-            build.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
-            build.add(
-                ev.Compaction(
-                    through_seq=len(build.events) - 1,
-                    summary=text_of(payload.get("message")) or "(compacted)",
-                ),
-                ts,
-            )
-            for kept in payload.get("replacement_history") or ():
-                if isinstance(kept, dict) and kept.get("type") == "message":
-                    text = text_of(kept.get("content"))
-                    if kept.get("role") == "assistant":
-                        build.add(ev.AssistantMessage(content=text), ts)
-                    elif text:
-                        build.user(text, ts, injected="compacted")
+    def _response_item(self, payload: dict[str, Any]) -> None:
+        item = str(payload.get("type"))
+        role = payload.get("role")
+        if item == "message" and role == "assistant":
+            self.pending_parts.append({"type": "text", "text": text_of(payload.get("content"))})
+            self._flush()
+        elif item in _MODEL_ITEMS:
+            self._model_item(item, payload)
+        elif item in _OUTPUTS:
+            self._flush()
+            self._output_item(payload)
+        elif item == "message":
+            self._flush()
+            self._message_item(role, payload)
         else:
-            build.counted[f"{kind} line"] += 1
-    flush()
-    settle_recorded()
-    events = build.finish(ts)
-    if damaged:
-        build.counted["record on a damaged line (Codex skips the line)"] += damaged
-    # What a repair answers: the newest turn's calls with no output, unless
-    # Codex closed that turn itself. An older turn's orphan (a new prompt came
-    # after it) Codex answers "aborted" on its own at request time.
-    open_calls = (
-        []
-        if closed_by_tool
-        else [c.call_id for c in calls.values() if c.turn == build.turn_number and not c.answered]
-    )
-    return Transcript(
-        kind=CODEX,
-        session_id=session_id,
-        events=events,
-        calls=calls,
-        problems=tuple(problems),
-        torn=parsed.torn,
-        counted=dict(build.counted),
-        variant=variant,
-        open_calls=open_calls,
-        stopped_by_user=aborted,
-    )
+            self._flush()
+            self.build.counted[f"{item} item"] += 1
+
+    def _model_item(self, item: str, payload: dict[str, Any]) -> None:
+        """A reasoning item, a web search or a tool call: part of the message being gathered."""
+        if item == "reasoning":
+            self.pending_parts.append(payload)
+            self.last_was_reasoning = True
+            return
+        if item == "web_search_call":
+            # A search the server ran; turnlog's transcript has no such item,
+            # so it is not imported, and neither is the reasoning item it
+            # followed (a reasoning item is only valid with the item it led to).
+            self.build.counted["web_search_call item (no output item)"] += 1
+            if self.last_was_reasoning and self.pending_parts:
+                self.pending_parts.pop()
+                self.build.counted["reasoning item before a web_search_call"] += 1
+        else:
+            self._call_item(item, payload)
+        self.last_was_reasoning = False
+
+    def _call_item(self, item: str, payload: dict[str, Any]) -> None:
+        call_id = str(payload.get("call_id") or payload.get("id"))
+        name = str(payload.get("name") or ("local_shell" if item == "local_shell_call" else item))
+        arguments = (
+            _arguments(payload.get("arguments"))
+            if item == "function_call"
+            else {"input": payload.get("input")}
+            if item == "custom_tool_call"
+            else payload.get("action") or {}
+        )
+        extra = {"item_id": payload["id"]} if isinstance(payload.get("id"), str) else None
+        self.pending_calls.append(ToolCall(id=call_id, name=name, arguments=arguments, extra=extra))
+        self.calls[call_id] = Call(call_id=call_id, name=name, kind=_CALL_KINDS[item])
+
+    def _output_item(self, payload: dict[str, Any]) -> None:
+        call_id = str(payload.get("call_id"))
+        text, is_error = output_text(payload.get("output"))
+        known = self.calls.get(call_id)
+        if known is not None:
+            known.answered = True
+        self.build.result(
+            call_id, known.name if known is not None else None, text, is_error, self.ts
+        )
+
+    def _message_item(self, role: Any, payload: dict[str, Any]) -> None:
+        """A message not the model's: a prompt, or input the tool gave the model."""
+        text = text_of(payload.get("content"))
+        if role == "user" and not text.lstrip().startswith("<"):
+            self.closed_by_tool = self.aborted = False
+            self.build.prompt(text, self.ts)
+        elif role in ("system", "developer"):
+            self.build.counted[f"{role} message"] += 1
+        else:
+            # Environment context and instructions: model input, not a prompt.
+            self.build.user(text, self.ts, injected="context")
+
+    def _event(self, payload: dict[str, Any]) -> None:
+        """An `event_msg` line: a call's start or end, or the turn's start or end."""
+        build, ts = self.build, self.ts
+        event = str(payload.get("type"))
+        call = self.calls.get(str(payload.get("call_id")))
+        if event in _BEGINS and call is not None:
+            # Proves this call started; says nothing about its siblings.
+            call.started = True
+            build.dispatch(call, ts)
+        elif event in _ENDS and call is not None:
+            call.started = True
+            build.dispatch(call, ts)
+            self.recorded[call.call_id] = (event, _finished_output(payload))
+        elif event == "task_started":
+            self.closed_by_tool = self.aborted = False
+            if not build.turn_open:
+                build.start_turn(ts)
+        elif event == "task_complete":
+            self._settle_recorded()
+            self.closed_by_tool = True
+            build.end_turn_if_settled(ev.TurnEndReason.COMPLETE.value, ts)
+        elif event == "turn_aborted":
+            self.closed_by_tool = self.aborted = True
+            build.end_turn_if_settled(ev.TurnEndReason.CANCELLED.value, ts)
+        else:
+            build.counted[f"{event} event"] += 1
+
+    def _compacted(self, payload: dict[str, Any]) -> None:
+        """A compaction: the turn ends, and the history Codex kept follows its summary."""
+        build, ts = self.build, self.ts
+        build.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
+        build.add(
+            ev.Compaction(
+                through_seq=len(build.events) - 1,
+                summary=text_of(payload.get("message")) or "(compacted)",
+            ),
+            ts,
+        )
+        for kept in payload.get("replacement_history") or ():
+            if isinstance(kept, dict) and kept.get("type") == "message":
+                text = text_of(kept.get("content"))
+                if kept.get("role") == "assistant":
+                    build.add(ev.AssistantMessage(content=text), ts)
+                elif text:
+                    build.user(text, ts, injected="compacted")
