@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import glob
 import os
+from collections.abc import Iterable
 from typing import Any, Final
 
 from turnlog import events as ev
@@ -12,7 +12,10 @@ from turnlog.core.sniff import CLAUDE_CODE
 from turnlog.errors import InvalidSessionIdError, TurnlogError, UsageError
 from turnlog.events import ToolCall
 from turnlog.formats.builder import Builder, Call, Transcript, text_of
-from turnlog.formats.foreign import ForeignFileError, Parsed, open_regular, parse, read_file
+from turnlog.formats.claude_code_files import agent_files as agent_files
+from turnlog.formats.claude_code_files import agent_of as agent_of
+from turnlog.formats.claude_code_files import main_file_of as main_file_of
+from turnlog.formats.foreign import Parsed, parse, read_file
 from turnlog.stores.base import child_session_id, validate_agent_id, validate_session_id
 
 INTERRUPT_PREFIX: Final = "[Request interrupted by user"
@@ -185,23 +188,44 @@ def _convert(
     links: dict[str, str] | None = None,
 ) -> Transcript:
     first = next((r for r in chain if r.get("timestamp")), {})
+    header = _header(session_id, first, spawned_by=spawned_by, agent_id=agent_id)
+    session = _Session(session_id, Builder(header, first.get("timestamp")), chain, links)
+    events = session.read(lines, first.get("timestamp"))
+    return Transcript(
+        kind=CLAUDE_CODE,
+        session_id=session_id,
+        events=events,
+        calls=session.calls,
+        counted=dict(session.build.counted),
+        open_calls=session.open_calls(),
+        stopped_by_user=session.stopped_after_reply,
+    )
+
+
+def _header(
+    session_id: str,
+    first: dict[str, Any],
+    *,
+    spawned_by: ev.SpawnedBy | None,
+    agent_id: str | None,
+) -> ev.Session:
+    """The session header, its details taken from the chain's first stamped line."""
     meta: dict[str, Any] = {"source": CLAUDE_CODE}
     for key in ("version", "cwd", "gitBranch", "sessionId"):
         if key in first:
             meta[key] = first[key]
-    header = ev.Session(
+    return ev.Session(
         session_id=session_id,
         created_at=first.get("timestamp"),
         agent=ev.Agent(id=agent_id, type=CLAUDE_CODE if agent_id is None else "subagent"),
         spawned_by=spawned_by,
         meta=meta,
     )
-    build = Builder(header, first.get("timestamp"))
-    calls: dict[str, Call] = {}
-    on_chain = {id(r) for r in chain}
-    started = _started_calls(lines)
-    # One API response is split over several lines sharing `message.id`:
-    # gather its blocks once, in chain order, each with the line it is on.
+
+
+def _response_blocks(chain: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], Any]]]:
+    """One API response is split over several lines sharing `message.id`:
+    its blocks gathered once, in chain order, each with the line it is on."""
     responses: dict[str, list[tuple[dict[str, Any], Any]]] = {}
     for record in chain:
         message = record.get("message")
@@ -209,139 +233,187 @@ def _convert(
             responses.setdefault(message["id"], []).extend(
                 (block, record.get("uuid")) for block in _blocks(message)
             )
-    emitted: set[str] = set()
-    # Per model reply (not harness-made), the calls it asked for, in order;
-    # and whether the user stopped the turn after the newest one.
-    replies: list[list[str]] = []
-    stopped_after_reply = False
-    spawned_for = {call: agent for agent, call in (links or {}).items()}
-    ts: str | None = first.get("timestamp")
-    for index, record in enumerate(lines):
-        kind = record.get("type")
-        ts = record.get("timestamp", ts)
-        if index in started:
-            call = calls.get(started[index])
-            if call is not None:
-                # Proves this call started; says nothing about its siblings.
-                call.started = True
-                build.dispatch(call, ts)
-            continue
-        if id(record) not in on_chain:
-            if kind in _CHAIN_TYPES and record.get("uuid"):
-                build.counted["off-chain line (another branch)"] += 1
-            elif kind not in _MESSAGE_TYPES:
-                build.counted[f"{kind} line"] += 1
-            continue
+    return responses
+
+
+class _Session:
+    """One pass over a session's lines, in file order, building its events
+    from the lines on its chain and counting the rest."""
+
+    def __init__(
+        self,
+        session_id: str,
+        build: Builder,
+        chain: list[dict[str, Any]],
+        links: dict[str, str] | None,
+    ) -> None:
+        self.session_id = session_id
+        self.build = build
+        self.calls: dict[str, Call] = {}
+        self.on_chain = {id(r) for r in chain}
+        self.responses = _response_blocks(chain)
+        self.emitted: set[str] = set()
+        # Per model reply (not harness-made), the calls it asked for, in order;
+        # and whether the user stopped the turn after the newest one.
+        self.replies: list[list[str]] = []
+        self.stopped_after_reply = False
+        self.spawned_for = {call: agent for agent, call in (links or {}).items()}
+        self.ts: str | None = None
+
+    def read(self, lines: list[dict[str, Any]], first_ts: str | None) -> list[ev.Event]:
+        """Every line in order, then the last turn closed if the file shows it finished."""
+        started = _started_calls(lines)
+        self.ts = first_ts
+        for index, record in enumerate(lines):
+            kind = record.get("type")
+            self.ts = record.get("timestamp", self.ts)
+            if index in started:
+                self._started(started[index])
+            elif id(record) not in self.on_chain:
+                self._off_chain(kind, record)
+            elif kind == "assistant":
+                self._assistant(record)
+            elif kind == "user":
+                self._user(record)
+            elif kind == "system":
+                self._system(record)
+        return self.build.finish(self.ts)
+
+    def open_calls(self) -> list[str]:
+        """What Claude Code's next request trips on: the newest model reply's
+        calls with no result. A prompt typed after the crash (and the API error
+        it got) does not settle them. Calls of older replies the tool got past
+        (a model reply came after them) are history, not a brick."""
+        if not self.replies or self.stopped_after_reply:
+            return []
+        return [cid for cid in self.replies[-1] if not self.calls[cid].answered]
+
+    def _started(self, call_id: str) -> None:
+        call = self.calls.get(call_id)
+        if call is not None:
+            # Proves this call started; says nothing about its siblings.
+            call.started = True
+            self.build.dispatch(call, self.ts)
+
+    def _off_chain(self, kind: Any, record: dict[str, Any]) -> None:
+        if kind in _CHAIN_TYPES and record.get("uuid"):
+            self.build.counted["off-chain line (another branch)"] += 1
+        elif kind not in _MESSAGE_TYPES:
+            self.build.counted[f"{kind} line"] += 1
+
+    def _assistant(self, record: dict[str, Any]) -> None:
+        """An API response, written once (at its first line) with all its blocks."""
         message = record.get("message")
-        if kind == "assistant":
-            message_id = message.get("id") if isinstance(message, dict) else None
-            if record.get("isApiErrorMessage") and _model(message) == SYNTHETIC_MODEL:
-                # Claude Code's note of a failed request ("API Error: 400 ..."):
-                # not the model's words, and not sent back to it.
-                build.counted["API error line (not model output)"] += 1
-                continue
-            if message_id in emitted:
-                continue
-            blocks = (
-                responses.get(message_id)
-                if message_id
-                else [(block, record.get("uuid")) for block in _blocks(message)]
-            )
-            if message_id:
-                emitted.add(message_id)
-            parts: list[dict[str, Any]] = []
-            asked: list[ToolCall] = []
-            for block, line_uuid in blocks or ():
-                btype = block.get("type")
-                if btype in _VERBATIM:
-                    parts.append(block)
-                elif btype == "text" and block.get("text"):
-                    parts.append({"type": "text", "text": block["text"]})
-                elif btype == "tool_use" and isinstance(block.get("id"), str):
-                    asked.append(
-                        ToolCall(
-                            id=block["id"],
-                            name=str(block.get("name")),
-                            arguments=block.get("input") or {},
-                        )
-                    )
-                    calls[block["id"]] = Call(
-                        call_id=block["id"],
+        message_id = message.get("id") if isinstance(message, dict) else None
+        if record.get("isApiErrorMessage") and _model(message) == SYNTHETIC_MODEL:
+            # Claude Code's note of a failed request ("API Error: 400 ..."):
+            # not the model's words, and not sent back to it.
+            self.build.counted["API error line (not model output)"] += 1
+            return
+        if message_id in self.emitted:
+            return
+        blocks = (
+            self.responses.get(message_id)
+            if message_id
+            else [(block, record.get("uuid")) for block in _blocks(message)]
+        )
+        if message_id:
+            self.emitted.add(message_id)
+        parts, asked = self._reply_content(blocks or ())
+        self.build.assistant(parts, asked, self.ts)
+        if _model(message) != SYNTHETIC_MODEL:
+            self.replies.append([request.id for request in asked])
+            self.stopped_after_reply = False
+        self._announce_subagents(asked)
+
+    def _reply_content(
+        self, blocks: Iterable[tuple[dict[str, Any], Any]]
+    ) -> tuple[list[dict[str, Any]], list[ToolCall]]:
+        """A reply's parts (text, signed reasoning) and the calls it asks for,
+        each call noted with the line that asked for it."""
+        parts: list[dict[str, Any]] = []
+        asked: list[ToolCall] = []
+        for block, line_uuid in blocks:
+            btype = block.get("type")
+            if btype in _VERBATIM:
+                parts.append(block)
+            elif btype == "text" and block.get("text"):
+                parts.append({"type": "text", "text": block["text"]})
+            elif btype == "tool_use" and isinstance(block.get("id"), str):
+                asked.append(
+                    ToolCall(
+                        id=block["id"],
                         name=str(block.get("name")),
-                        kind="tool_use",
-                        asked_by=line_uuid if isinstance(line_uuid, str) else None,
+                        arguments=block.get("input") or {},
                     )
-            build.assistant(parts, asked, ts)
-            if _model(message) != SYNTHETIC_MODEL:
-                replies.append([request.id for request in asked])
-                stopped_after_reply = False
-            for request in asked:
-                agent = spawned_for.get(request.id)
-                if agent is not None:
-                    build.add(
-                        ev.SubagentSpawned(
-                            agent_id=agent,
-                            agent_type="subagent",
-                            call_id=request.id,
-                            child=child_session_id(session_id, agent),
-                        ),
-                        ts,
-                    )
-        elif kind == "user":
-            texts: list[str] = []
-            for block in _blocks(message):
-                btype = block.get("type")
-                if btype == "tool_result":
-                    call_id = str(block.get("tool_use_id"))
-                    known = calls.get(call_id)
-                    if known is not None:
-                        known.answered = True
-                    build.result(
-                        call_id,
-                        known.name if known else None,
-                        text_of(block.get("content")),
-                        bool(block.get("is_error")),
-                        ts,
-                    )
-                elif btype == "text":
-                    texts.append(str(block.get("text", "")))
-                elif btype in ("image", "document"):
-                    texts.append(f"[{btype}]")
-            text = "\n".join(texts)
-            if not text:
-                continue
-            if text.startswith(INTERRUPT_PREFIX):
-                # The user stopped the turn: not a crash (a call it leaves
-                # unanswered is still owed, and stays with the open turn).
-                build.user(text, ts, injected="interrupt")
-                build.end_turn_if_settled(ev.TurnEndReason.CANCELLED.value, ts)
-                stopped_after_reply = True
-            elif record.get("isMeta"):
-                build.user(text, ts, injected="meta")
-            else:
-                build.prompt(text, ts)
-        elif kind == "system":
-            if record.get("subtype") in _TURN_ENDS and not build.fold.owed_in_open_turn():
-                build.end_turn(ev.TurnEndReason.COMPLETE.value, ts)
-            else:
-                build.counted[f"system {record.get('subtype')} line"] += 1
-    events = build.finish(ts)
-    # What Claude Code's next request trips on: the newest model reply's calls
-    # with no result. A prompt typed after the crash (and the API error it got)
-    # does not settle them. Calls of older replies the tool got past (a model
-    # reply came after them) are history, not a brick.
-    open_calls: list[str] = []
-    if replies and not stopped_after_reply:
-        open_calls = [cid for cid in replies[-1] if not calls[cid].answered]
-    return Transcript(
-        kind=CLAUDE_CODE,
-        session_id=session_id,
-        events=events,
-        calls=calls,
-        counted=dict(build.counted),
-        open_calls=open_calls,
-        stopped_by_user=stopped_after_reply,
-    )
+                )
+                self.calls[block["id"]] = Call(
+                    call_id=block["id"],
+                    name=str(block.get("name")),
+                    kind="tool_use",
+                    asked_by=line_uuid if isinstance(line_uuid, str) else None,
+                )
+        return parts, asked
+
+    def _announce_subagents(self, asked: list[ToolCall]) -> None:
+        """A `subagent_spawned` for each call that ran a subagent with a file of its own."""
+        for request in asked:
+            agent = self.spawned_for.get(request.id)
+            if agent is not None:
+                self.build.add(
+                    ev.SubagentSpawned(
+                        agent_id=agent,
+                        agent_type="subagent",
+                        call_id=request.id,
+                        child=child_session_id(self.session_id, agent),
+                    ),
+                    self.ts,
+                )
+
+    def _user(self, record: dict[str, Any]) -> None:
+        """A user line: tool results, then any text (a prompt, an interrupt, a meta note)."""
+        build, ts = self.build, self.ts
+        texts: list[str] = []
+        for block in _blocks(record.get("message")):
+            btype = block.get("type")
+            if btype == "tool_result":
+                self._result(block)
+            elif btype == "text":
+                texts.append(str(block.get("text", "")))
+            elif btype in ("image", "document"):
+                texts.append(f"[{btype}]")
+        text = "\n".join(texts)
+        if not text:
+            return
+        if text.startswith(INTERRUPT_PREFIX):
+            # The user stopped the turn: not a crash (a call it leaves
+            # unanswered is still owed, and stays with the open turn).
+            build.user(text, ts, injected="interrupt")
+            build.end_turn_if_settled(ev.TurnEndReason.CANCELLED.value, ts)
+            self.stopped_after_reply = True
+        elif record.get("isMeta"):
+            build.user(text, ts, injected="meta")
+        else:
+            build.prompt(text, ts)
+
+    def _result(self, block: dict[str, Any]) -> None:
+        call_id = str(block.get("tool_use_id"))
+        known = self.calls.get(call_id)
+        if known is not None:
+            known.answered = True
+        self.build.result(
+            call_id,
+            known.name if known is not None else None,
+            text_of(block.get("content")),
+            bool(block.get("is_error")),
+            self.ts,
+        )
+
+    def _system(self, record: dict[str, Any]) -> None:
+        if record.get("subtype") in _TURN_ENDS and not self.build.fold.owed_in_open_turn():
+            self.build.end_turn(ev.TurnEndReason.COMPLETE.value, self.ts)
+        else:
+            self.build.counted[f"system {record.get('subtype')} line"] += 1
 
 
 def _session_id(lines: list[dict[str, Any]], path: str, problems: list[Problem]) -> str:
@@ -400,77 +472,6 @@ def _inline_sidechains(
         )
         out.append(transcript)
     return out
-
-
-def agent_files(path: str, session_id: str, counted: dict[str, int]) -> list[str]:
-    """The subagents' own files of the session whose main file is `path` (it
-    need not exist): 2.0 `agent-<id>.jsonl` beside it naming the session,
-    2.1 `<session>/subagents/`. Regular files only: a FIFO or a link to a
-    device is counted, never read."""
-    folder = os.path.dirname(os.path.abspath(path))
-    candidates = sorted(
-        glob.glob(
-            os.path.join(glob.escape(folder), glob.escape(session_id), "subagents", "*.jsonl")
-        )
-    )
-    found: list[str] = []
-    for candidate in candidates:
-        if _regular(candidate, counted):
-            found.append(candidate)
-    for candidate in sorted(glob.glob(os.path.join(glob.escape(folder), "agent-*.jsonl"))):
-        if os.path.abspath(candidate) == os.path.abspath(path):
-            continue
-        head = _head(candidate, counted)
-        if head is not None and f'"sessionId":"{session_id}"'.encode() in head.replace(b" ", b""):
-            found.append(candidate)
-    return found
-
-
-def main_file_of(agent_path: str, session_id: str) -> str:
-    """Where the main file of the session `session_id` is, for a subagent's own
-    file of it: beside it (2.0), or beside the `<session>/subagents/` folder
-    holding it (2.1). The file may not exist."""
-    folder = os.path.dirname(os.path.abspath(agent_path))
-    if os.path.basename(folder) == "subagents" and (
-        os.path.basename(os.path.dirname(folder)) == session_id
-    ):
-        folder = os.path.dirname(os.path.dirname(folder))
-    return os.path.join(folder, f"{session_id}.jsonl")
-
-
-def _regular(path: str, counted: dict[str, int]) -> bool:
-    try:
-        os.close(open_regular(path))
-    except (OSError, ForeignFileError):
-        key = "subagent file not read (not a regular file, or unreadable)"
-        counted[key] = counted.get(key, 0) + 1
-        return False
-    return True
-
-
-def _head(path: str, counted: dict[str, int]) -> bytes | None:
-    try:
-        fd = open_regular(path)
-    except (OSError, ForeignFileError):
-        key = "subagent file not read (not a regular file, or unreadable)"
-        counted[key] = counted.get(key, 0) + 1
-        return None
-    try:
-        return os.read(fd, 4096)
-    finally:
-        os.close(fd)
-
-
-def agent_of(lines: list[dict[str, Any]], path: str) -> str | None:
-    """The agent id of a subagent's own file (every line on a side chain), or None."""
-    linked = [r for r in lines if r.get("uuid")]
-    if not linked or not all(r.get("isSidechain") is True for r in linked):
-        return None
-    found = next((r["agentId"] for r in linked if isinstance(r.get("agentId"), str)), None)
-    if found is None:
-        name = os.path.basename(path).removesuffix(".jsonl")
-        found = name.removeprefix("agent-") if name.startswith("agent-") else None
-    return found
 
 
 def read_claude_code(path: str, *, subagents: bool = True) -> Transcript:
