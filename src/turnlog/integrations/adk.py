@@ -27,7 +27,6 @@ response) nor run again (its resumable mode).
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 import os
 import threading
@@ -45,7 +44,6 @@ from google.adk.sessions.base_session_service import (
     ListSessionsResponse,
 )
 from google.adk.sessions.session import Session
-from google.genai import types
 
 from turnlog import events as ev
 from turnlog.core.recovery import unwind_result
@@ -66,21 +64,12 @@ from turnlog.integrations import (
     shared_state,
     tool_idempotency,
 )
+from turnlog.integrations.adk_events import ADK_EVENT, adk_events, timestamp_s
 from turnlog.integrations.answered import answer_before_dispatch
 from turnlog.stores import Store, open_store
 
-# The ADK event itself, kept beside what turnlog made of it: ADK's state
-# deltas, authors and invocation ids come back exactly as ADK wrote them.
-_EVENT = "x_adk_event"
 # `delete_session` never deletes (the log is append-only): it appends this.
 _DELETED = "x_adk_deleted"
-_REPAIRS = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
-
-
-def _ts(text: str | None) -> float:
-    if not text:
-        return 0.0
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _result_text(result: Any) -> str:
@@ -216,7 +205,7 @@ class TurnlogSessionService(BaseSessionService):
         session = Session(
             id=session_id, app_name=app_name, user_id=user_id, state=dict(adk.get("state", {}))
         )
-        for event in _adk_events(stored):
+        for event in adk_events(stored):
             self._update_session_state(session, event)
             session.events.append(event)
         if session.events:
@@ -263,7 +252,7 @@ class TurnlogSessionService(BaseSessionService):
             if adk.get("app_name") != app_name:
                 continue
             prefixes = ("app:", "user:") if adk.get("user_id") == user_id else ("app:",)
-            created = _ts(header.ts) if header is not None else 0.0
+            created = timestamp_s(header.ts) if header is not None else 0.0
             for key, value in (adk.get("state") or {}).items():
                 if key.startswith(prefixes):
                     changes.append((created, key, value))
@@ -274,7 +263,7 @@ class TurnlogSessionService(BaseSessionService):
                 # its own `get_session` reports it; the others still load.
                 continue
             for event in events:
-                if isinstance(event.data, ev.Custom) and event.data.type == _EVENT:
+                if isinstance(event.data, ev.Custom) and event.data.type == ADK_EVENT:
                     stored = event.data.fields["event"]
                     delta = (stored.get("actions") or {}).get("state_delta") or {}
                     when = float(stored.get("timestamp") or 0.0)
@@ -323,7 +312,7 @@ class TurnlogSessionService(BaseSessionService):
         calls = [p.function_call for p in parts if p.function_call]
         responses = [p.function_response for p in parts if p.function_response]
         raw = ev.Custom(
-            type=_EVENT, fields={"event": event.model_dump(mode="json", exclude_none=True)}
+            type=ADK_EVENT, fields={"event": event.model_dump(mode="json", exclude_none=True)}
         )
         with log.lock:
             if event.author == "user" and not responses:
@@ -605,85 +594,3 @@ def _mode(agent: Any) -> str | None:
     """An agent's `mode` as its string value (`chat`, `task`, `single_turn`)."""
     mode = getattr(agent, "mode", None)
     return str(getattr(mode, "value", mode)) if mode is not None else None
-
-
-def _adk_events(stored: list[ev.Event]) -> list[AdkEvent]:
-    """ADK's events for a session: the ones ADK wrote, as it wrote them, and
-    for each tool result ADK never saw (the call's result recorded before a
-    crash, or recovery's synthetic one) a function-response event under the
-    call's id; the revival notice as a user event. Consecutive responses
-    share one event, as ADK groups a step's responses."""
-    answered: set[str | None] = set()
-    for event in stored:
-        data = event.data
-        if isinstance(data, ev.Custom) and data.type == _EVENT:
-            content = (data.fields["event"].get("content") or {}).get("parts") or []
-            answered.update(
-                p["function_response"].get("id") for p in content if "function_response" in p
-            )
-    out: list[AdkEvent] = []
-    authors: dict[str, tuple[str, str | None]] = {}
-    pending: list[types.Part] = []
-    meta: list[dict[str, Any]] = []
-    last: ev.Event | None = None
-
-    def flush() -> None:
-        if not pending or last is None:
-            return
-        author, invocation = authors.get(str(pending[0].function_response.id), ("agent", None))  # type: ignore[union-attr]
-        out.append(
-            AdkEvent(
-                id=f"turnlog-{last.seq}",
-                author=author,
-                invocation_id=invocation or f"turnlog-{last.seq}",
-                timestamp=_ts(last.ts),
-                content=types.Content(role="user", parts=list(pending)),
-                custom_metadata={"turnlog": list(meta)},
-            )
-        )
-        pending.clear()
-        meta.clear()
-
-    for event in stored:
-        data = event.data
-        if isinstance(data, ev.Custom) and data.type == _EVENT:
-            flush()
-            adk = AdkEvent.model_validate(data.fields["event"])
-            for part in (adk.content.parts or []) if adk.content else []:
-                if part.function_call is not None:
-                    authors[str(part.function_call.id)] = (adk.author, adk.invocation_id)
-            out.append(adk)
-        elif isinstance(data, ev.ToolResult) and data.call_id not in answered:
-            if data.orphaned:
-                continue  # settled for the record: no call in the transcript asked for it
-            text = ev.content_text(data.content)
-            key = "error" if data.is_error else "result"
-            pending.append(
-                types.Part(
-                    function_response=types.FunctionResponse(
-                        id=data.call_id, name=data.name, response={key: text}
-                    )
-                )
-            )
-            meta.append(
-                {"call_id": data.call_id, "origin": event.origin, "risk": data.risk}
-                if event.origin in _REPAIRS
-                else {"call_id": data.call_id}
-            )
-            last = event
-        elif isinstance(data, ev.UserMessage) and data.injected:
-            flush()
-            out.append(
-                AdkEvent(
-                    id=f"turnlog-{event.seq}",
-                    author="user",
-                    invocation_id=f"turnlog-{event.seq}",
-                    timestamp=_ts(event.ts),
-                    content=types.Content(
-                        role="user", parts=[types.Part(text=ev.content_text(data.content))]
-                    ),
-                    custom_metadata={"turnlog": {"injected": data.injected}},
-                )
-            )
-    flush()
-    return out
