@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+import turnlog.formats.builder
 import turnlog.providers.common
 from turnlog.events import content_text
 from turnlog.text import display_text, foreign_text, message_text
@@ -31,8 +32,9 @@ FOREIGN: list[Any] = [
 def test_the_documented_old_name_is_the_one_home_and_no_other_alias_is_left() -> None:
     # `turnlog.events.content_text` is documented: it stays, as the rule itself.
     assert content_text is display_text
-    # The providers' private alias is gone: each renderer calls the rule by name.
+    # The private aliases are gone: each renderer and reader calls the rule by name.
     assert not hasattr(turnlog.providers.common, "text_of")
+    assert not hasattr(turnlog.formats.builder, "text_of")
 
 
 def test_each_text_means_what_its_name_says() -> None:

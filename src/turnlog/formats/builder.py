@@ -11,7 +11,6 @@ from turnlog import events as ev
 from turnlog.core.damage import Problem, TornTail
 from turnlog.core.fold import Fold
 from turnlog.events import Content, Event, Origin, ToolCall
-from turnlog.text import foreign_text
 
 IMPORT = Origin.IMPORT.value
 
@@ -185,7 +184,3 @@ def is_reasoning_only(content: Content) -> bool:
     if not isinstance(content, list) or not content:
         return False
     return all(isinstance(p, dict) and p.get("type") in REASONING_PARTS for p in content)
-
-
-#: Plain text of a foreign content value (one home: `turnlog.text.foreign_text`).
-text_of = foreign_text

@@ -11,12 +11,13 @@ from turnlog.core.damage import Problem
 from turnlog.core.sniff import CLAUDE_CODE
 from turnlog.errors import InvalidSessionIdError, TurnlogError, UsageError
 from turnlog.events import ToolCall
-from turnlog.formats.builder import Builder, Call, Transcript, text_of
+from turnlog.formats.builder import Builder, Call, Transcript
 from turnlog.formats.claude_code_files import agent_files as agent_files
 from turnlog.formats.claude_code_files import agent_of as agent_of
 from turnlog.formats.claude_code_files import main_file_of as main_file_of
 from turnlog.formats.foreign import Parsed, parse, read_file
 from turnlog.stores.base import child_session_id, validate_agent_id, validate_session_id
+from turnlog.text import foreign_text
 
 INTERRUPT_PREFIX: Final = "[Request interrupted by user"
 # `system` lines Claude Code writes when a turn has ended cleanly.
@@ -404,7 +405,7 @@ class _Session:
         self.build.result(
             call_id,
             known.name if known is not None else None,
-            text_of(block.get("content")),
+            foreign_text(block.get("content")),
             bool(block.get("is_error")),
             self.ts,
         )
@@ -455,9 +456,13 @@ def _inline_sidechains(
     out = []
     for root_uuid, members in roots.items():
         root = by_uuid[root_uuid]
-        prompt = text_of(_blocks(root.get("message")))
+        prompt = foreign_text(_blocks(root.get("message")))
         call_id = next(
-            (cid for cid, args in parent_calls.items() if text_of(args.get("prompt")) == prompt),
+            (
+                cid
+                for cid, args in parent_calls.items()
+                if foreign_text(args.get("prompt")) == prompt
+            ),
             None,
         )
         agent = "sidechain-" + root_uuid.replace("-", "")[:12]

@@ -11,9 +11,10 @@ from turnlog.core.damage import Problem
 from turnlog.core.sniff import CODEX
 from turnlog.errors import InvalidSessionIdError
 from turnlog.events import ToolCall
-from turnlog.formats.builder import Builder, Call, Transcript, text_of
+from turnlog.formats.builder import Builder, Call, Transcript
 from turnlog.formats.foreign import Parsed, parse, read_file
 from turnlog.stores.base import validate_session_id
+from turnlog.text import foreign_text
 
 # Items the model writes; consecutive ones form one assistant message.
 _MODEL_ITEMS: Final = frozenset(
@@ -48,8 +49,8 @@ def output_text(output: Any) -> tuple[str, bool]:
     """A call output in any of its versions: a string, a list of content items,
     or an object `{content, success}`. Returns (text, is_error)."""
     if isinstance(output, dict):
-        return text_of(output.get("content", output)), output.get("success") is False
-    return text_of(output), False
+        return foreign_text(output.get("content", output)), output.get("success") is False
+    return foreign_text(output), False
 
 
 def _envelopes(records: list[dict[str, Any]]) -> tuple[list[tuple[str, str | None, Any]], str]:
@@ -218,7 +219,9 @@ class _Rollout:
         item = str(payload.get("type"))
         role = payload.get("role")
         if item == "message" and role == "assistant":
-            self.pending_parts.append({"type": "text", "text": text_of(payload.get("content"))})
+            self.pending_parts.append(
+                {"type": "text", "text": foreign_text(payload.get("content"))}
+            )
             self._flush()
         elif item in _MODEL_ITEMS:
             self._model_item(item, payload)
@@ -276,7 +279,7 @@ class _Rollout:
 
     def _message_item(self, role: Any, payload: dict[str, Any]) -> None:
         """A message not the model's: a prompt, or input the tool gave the model."""
-        text = text_of(payload.get("content"))
+        text = foreign_text(payload.get("content"))
         if role == "user" and not text.lstrip().startswith("<"):
             self.closed_by_tool = self.aborted = False
             self.build.prompt(text, self.ts)
@@ -320,13 +323,13 @@ class _Rollout:
         build.add(
             ev.Compaction(
                 through_seq=len(build.events) - 1,
-                summary=text_of(payload.get("message")) or "(compacted)",
+                summary=foreign_text(payload.get("message")) or "(compacted)",
             ),
             ts,
         )
         for kept in payload.get("replacement_history") or ():
             if isinstance(kept, dict) and kept.get("type") == "message":
-                text = text_of(kept.get("content"))
+                text = foreign_text(kept.get("content"))
                 if kept.get("role") == "assistant":
                     build.add(ev.AssistantMessage(content=text), ts)
                 elif text:

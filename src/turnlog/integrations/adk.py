@@ -320,7 +320,7 @@ class TurnlogSessionService(BaseSessionService):
                     log.user(text)
                 log.append(raw)
             elif calls:
-                if log.verdict().open_turn is None:
+                if not log.turn_open:
                     _run(log)["invocation"] = event.invocation_id
                 begin_step(log, open_step=not _delegated(log, event))
                 log.assistant(
@@ -347,7 +347,7 @@ class TurnlogSessionService(BaseSessionService):
                         sync=True,
                     )
             elif responses:
-                owed = {call.call_id for call in log.verdict().owed}
+                owed = set(log.owed_calls())
                 for response in responses:
                     if response.id in owed:
                         # A call ADK ran without the plugin's callbacks (one
@@ -362,7 +362,7 @@ class TurnlogSessionService(BaseSessionService):
                         )
                 log.append(raw)
             elif text and event.is_final_response():
-                if log.verdict().open_turn is None:
+                if not log.turn_open:
                     _run(log)["invocation"] = event.invocation_id
                 begin_step(log, open_step=not _delegated(log, event))
                 log.assistant(text)
@@ -421,7 +421,7 @@ class TurnlogSessionService(BaseSessionService):
             answer = None if confirmed else answer_before_dispatch(log, call_id)
             with self._lock:
                 ahead = (session_id, call_id) in self._ahead
-            if answer is None and ahead and call_id in {c.call_id for c in log.verdict().owed}:
+            if answer is None and ahead and call_id in set(log.owed_calls()):
                 # Dispatched with the reply, as a delegation (see
                 # `_dispatch_delegations`): one dispatch per call.
                 return None
@@ -453,7 +453,7 @@ class TurnlogSessionService(BaseSessionService):
         taken effect, so it reads outcome unknown (U1), not a plain error."""
         log = self._log(session_id)
         with log.lock:
-            if call_id not in {call.call_id for call in log.verdict().owed}:
+            if call_id not in set(log.owed_calls()):
                 return
             result = unwind_result(call_id, name, dispatched=True, error=type(error).__name__)
             log.append(result, origin=Origin.UNWIND.value)
@@ -492,7 +492,7 @@ def _delegated(log: Log, event: AdkEvent) -> bool:
     scope = getattr(event, "isolation_scope", None)
     if not scope:
         return False
-    turn = log.verdict().open_turn
+    turn = log.open_turn
     if turn is None or turn.open_step is None:
         return False
     return any(call.call_id == scope and not call.answered for call in turn.calls)
