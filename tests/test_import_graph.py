@@ -69,3 +69,24 @@ def test_the_core_does_no_io_and_imports_no_store() -> None:
         assert not _calls_open(path), module
         above = {room(target) for target in graph()[module]} - CORE_STANDS_ON
         assert not above, (module, sorted(above))
+
+
+# One concept per module, and a function that fits on a screen or two. Limits
+# on everything: a module that grows past these is split by concept.
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 120
+
+
+def test_every_module_and_function_stays_small() -> None:
+    too_long = []
+    for module, path in modules():
+        source = path.read_text()
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            too_long.append(f"{module}: {lines} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{module}.{node.name}: {length} lines")
+    assert not too_long, too_long
