@@ -76,9 +76,51 @@ def graph() -> dict[str, set[str]]:
     known = dict(modules())
     out: dict[str, set[str]] = {}
     for module, path in known.items():
-        # `from turnlog import events` imports `turnlog.events`, not the top level.
-        out[module] = {m for m in imports(path) if m in known and m not in (module, "turnlog")}
+        # `from turnlog import events` imports `turnlog.events`, not the top level;
+        # and a module's own packages are imported before it whatever it says.
+        out[module] = {
+            m
+            for m in imports(path)
+            if m in known and m != module and not module.startswith(m + ".") and m != "turnlog"
+        }
     return out
+
+
+def module_cycles() -> list[list[str]]:
+    """Groups of modules that import each other, directly or around a circle
+    (strongly connected, at any depth of their code: lazy and type-only imports too)."""
+    edges = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(edges.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return sorted(groups)
 
 
 def upward() -> list[tuple[str, str]]:
@@ -123,6 +165,10 @@ def main() -> int:
     print(f"folder pairs importing each other: {len(cycles)}")
     for a, b in cycles:
         print(f"  {a} <-> {b}")
+    groups = module_cycles()
+    print(f"module cycles: {len(groups)}")
+    for group in groups:
+        print("  " + " <-> ".join(group))
     largest = max(known.items(), key=lambda kv: len(kv[1].read_text().splitlines()))
     print(f"largest module: {largest[0]} ({len(largest[1].read_text().splitlines())} lines)")
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from import_graph import FLOORS, folder_cycles, graph, is_door, modules, room, upward
+from import_graph import FLOORS, folder_cycles, graph, is_door, module_cycles, modules, room, upward
 
 
 def test_every_module_stands_on_a_floor() -> None:
@@ -90,3 +90,9 @@ def test_every_module_and_function_stays_small() -> None:
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{module}.{node.name}: {length} lines")
     assert not too_long, too_long
+
+
+def test_no_modules_import_each_other() -> None:
+    # At any depth of their code, type-only imports included: a circle of
+    # modules is one concept spread over files, or two tangled.
+    assert module_cycles() == []

@@ -22,7 +22,7 @@ from turnlog.errors import UsageError
 from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
 from turnlog.handle.dispatch import Dispatch, begin_dispatch_with
 from turnlog.handle.log import Log
-from turnlog.handle.turns import Turn
+from turnlog.handle.state import Turn
 from turnlog.stores import Store
 
 #: The most events an `append_many` runs on the event loop's thread (see `AsyncLog`).

@@ -15,7 +15,7 @@ from turnlog import events as ev
 from turnlog.events import ToolCall
 from turnlog.handle import turns
 from turnlog.handle.dispatch import Dispatch, dispatch_payload, end_dispatch
-from turnlog.handle.turns import Turn
+from turnlog.handle.state import Turn
 
 if TYPE_CHECKING:
     from turnlog.handle.state import HandleState

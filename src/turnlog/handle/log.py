@@ -23,8 +23,7 @@ from turnlog.handle.blocks import DispatchBlock, StepBlock, TurnBlock
 from turnlog.handle.dispatch import Dispatch, begin_dispatch, end_dispatch
 from turnlog.handle.opening import open_session
 from turnlog.handle.selfcheck import recovery_exports
-from turnlog.handle.state import HandleState
-from turnlog.handle.turns import Turn
+from turnlog.handle.state import HandleState, Turn
 from turnlog.stores.base import Store, StoreWriter
 
 # Reachable here as before the handle's concepts had modules of their own.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Final
 
 from turnlog import events as ev
 from turnlog.core.batch_order import check_batch
@@ -18,10 +18,21 @@ from turnlog.errors import TurnlogError, UsageError
 from turnlog.events import Event, EventData, P
 from turnlog.stores.base import Store, StoreWriter
 
-if TYPE_CHECKING:
-    from turnlog.handle.turns import Turn
-
 Subscriber = Callable[[Sequence[Event], bool], None]
+
+
+# An enum's `.value` is a descriptor call: every turn reads a plain string.
+_COMPLETE: Final = ev.TurnEndReason.COMPLETE.value
+
+
+class Turn:
+    """An open turn. Set `reason` before the block ends to end it otherwise than
+    `complete` (for example `rejected`)."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.steps = 0
+        self.reason: str = _COMPLETE
 
 
 def _observed(events: Iterable[Event], observe: Callable[[Event], None]) -> Iterator[Event]:

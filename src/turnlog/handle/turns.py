@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Final
 
 from turnlog import events as ev
 from turnlog.core.clock import utc_now
@@ -13,22 +12,7 @@ from turnlog.events import TurnEndReason
 
 # These are the handle's own rules, kept apart by concept: they take the
 # state a handle holds (`turnlog.handle.state`), never the handle.
-if TYPE_CHECKING:
-    from turnlog.handle.state import HandleState
-
-
-# An enum's `.value` is a descriptor call: every turn reads a plain string.
-_COMPLETE: Final = TurnEndReason.COMPLETE.value
-
-
-class Turn:
-    """An open turn. Set `reason` before the block ends to end it otherwise than
-    `complete` (for example `rejected`)."""
-
-    def __init__(self, number: int) -> None:
-        self.number = number
-        self.steps = 0
-        self.reason: str = _COMPLETE
+from turnlog.handle.state import HandleState, Turn
 
 
 def is_cancellation(exc: BaseException) -> bool:
