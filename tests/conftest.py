@@ -26,9 +26,9 @@ _schemas = itertools.count()
 # worker. By file: the test functions, or None for the whole file.
 # (test_layout.py checks that each named test exists.)
 ONE_WORKER: dict[str, tuple[str, ...] | None] = {
-    "tests/test_revival.py": ("test_kill_matrix", "test_kill_matrix_report"),
-    "tests/test_rescue.py": ("test_doctor_repairs_by_appending", "test_doctor_report"),
-    "tests/test_memory_bounds.py": None,
+    "tests/ops/test_revival.py": ("test_kill_matrix", "test_kill_matrix_report"),
+    "tests/formats/test_rescue.py": ("test_doctor_repairs_by_appending", "test_doctor_report"),
+    "tests/ops/test_memory_bounds.py": None,
 }
 
 

@@ -36,7 +36,7 @@ COMMANDS: Final[Mapping[str, tuple[str, str]]] = {
 }
 
 # One example per command, shown at the end of its --help. Kept together so a
-# new command is easy to check for one (tests/test_cli.py does).
+# new command is easy to check for one (tests/cli/test_cli.py does).
 EXAMPLES: Final = {
     "ls": "turnlog ls --store sessions --json",
     "inspect": "turnlog inspect sessions/run-1.jsonl",
