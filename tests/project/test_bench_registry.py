@@ -83,7 +83,8 @@ def test_rows_and_targets_need_unique_ids() -> None:
 def test_the_runner_registers_every_target_on_rows_it_makes() -> None:
     """Every target the full run registers names rows by id; the per-turn
     section registers one target per framework and length, and a slope."""
-    import run
+    import per_turn
+    import report
 
     config = {
         "detect_largest": "1 GB",
@@ -91,10 +92,10 @@ def test_the_runner_registers_every_target_on_rows_it_makes() -> None:
         "turn_lengths": [100, 1_000, 10_000],
         "sweep_sessions": 10_000,
     }
-    targets = run.register_targets(config)
+    targets = report.register_targets(config)
     ids = [t.id for t in targets]
     assert len(ids) == len(set(ids))
-    for framework in run.per_turn.COMPARABLE:
+    for framework in per_turn.COMPARABLE:
         for length in config["turn_lengths"]:
             assert f"turn.{framework}@{length}" in ids
         assert f"turn.{framework}.slope" in ids
