@@ -83,7 +83,9 @@ def child_main(task: str, args: list[str]) -> None:
     if peer in ("sqlite",):
         from agents import SQLiteSession  # noqa: F401
     if peer in ("langgraph",):
-        pass
+        # The peer's modules load before any clock, as every other subject's do.
+        from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: F401
+        from langgraph.graph import StateGraph  # noqa: F401
     if peer in ("langchain",):
         from langchain_community.chat_message_histories import FileChatMessageHistory  # noqa: F401
     if task == "load-orjson":

@@ -98,6 +98,10 @@ def load_child(task: str, args: list[str]) -> dict[str, Any]:
         from agents import SQLiteSession
     if peer in ("langchain",):
         from langchain_community.chat_message_histories import FileChatMessageHistory
+    if peer in ("langgraph",):
+        # Imported before the clock: `langgraph_app` then finds them loaded.
+        from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: F401
+        from langgraph.graph import StateGraph  # noqa: F401
     if task == "load-orjson":
         import orjson
 
