@@ -22,6 +22,11 @@ from typing import Any
 
 from agents import RunHooks
 from agents.items import ModelResponse
+from agents.memory.session_settings import (
+    SessionSettings,
+    coerce_session_settings,
+    resolve_session_limit,
+)
 
 from turnlog import events as ev
 from turnlog.errors import UsageError
@@ -76,17 +81,22 @@ class TurnlogSession:
     `idempotent`, `destructive` or `unknown`.
     """
 
-    session_settings: Any = None
-
     def __init__(
         self,
         target: str | os.PathLike[str] | Store,
         session_id: str | None = None,
         *,
         idempotency: Mapping[str, str] | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
         self._idempotency = check_idempotency_map(idempotency)
+        # As the SDK's own sessions do: its runner reads the default `limit` here.
+        self.session_settings = (
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
+        )
         log = acquire(target, session_id, **options)
         try:
             refuse_interrupted(log)
@@ -138,9 +148,13 @@ class TurnlogSession:
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The conversation as Responses input items, oldest first (the newest
-        `limit` when given), synthetic results included."""
+        `limit`, or `session_settings.limit`, when given: 0 is none), synthetic
+        results included."""
         items = [item for _, item in await self._items()]
-        return items[-limit:] if limit else items
+        effective = resolve_session_limit(limit, self.session_settings)
+        if effective is None:
+            return items
+        return items[-effective:] if effective > 0 else []
 
     async def add_items(self, items: list[Any]) -> None:
         """Record what the SDK saves, skipping what the hooks already wrote."""
