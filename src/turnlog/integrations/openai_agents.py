@@ -92,7 +92,8 @@ class TurnlogSession:
     ) -> None:
         self._idempotency = check_idempotency_map(idempotency)
         # As the SDK's own sessions do: its runner reads the default `limit` here.
-        self.session_settings = (
+        # Typed as the SDK's `Session` protocol declares it (a settable member).
+        self.session_settings: SessionSettings | None = (
             coerce_session_settings(session_settings)
             if session_settings is not None
             else SessionSettings()
