@@ -53,6 +53,38 @@ def test_a_run_killed_after_its_final_answer_is_finished_not_revivable(tmp_path:
     assert (again.revived, again.reason, again.appended) == (False, "finished", ())
 
 
+# The same death, on a store named by URL: the rule reads the tail each store keeps.
+_ANSWERED_THEN_KILLED_IN = """
+import os, signal, sys, turnlog
+with turnlog.open(sys.argv[1], "run-1") as log:
+    log.user("What is 2 + 2?")
+    with log.turn(), log.step():
+        log.assistant("4.")
+        log.sync()
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
+def test_the_finished_rule_holds_on_every_store(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    from conftest import make_store
+
+    store = make_store(kind, tmp_path, request)
+    url = store.url if ":" in store.url else f"jsonl:{store.url}"
+    proc = subprocess.run([sys.executable, "-c", _ANSWERED_THEN_KILLED_IN, url], check=False)
+    assert proc.returncode == -9
+    found = turnlog.inspect(store, "run-1")
+    assert (found.status, found.revivable, found.reason) == ("interrupted", False, "finished")
+    revived = turnlog.revive(store, "run-1")
+    assert (revived.revived, revived.reason) == (False, "finished")
+    assert [type(e.data).__name__ for e in revived.appended] == ["StepEnd", "TurnEnd"]
+    assert turnlog.inspect(store, "run-1").status == "finished"
+    again = turnlog.revive(store, "run-1")
+    assert (again.revived, again.reason, again.appended) == (False, "finished", ())
+
+
 def test_the_command_line_reports_it_finished_too(tmp_path: Path) -> None:
     path = tmp_path / "run-1.jsonl"
     _answered_then_killed(path)
