@@ -448,5 +448,5 @@ def _keep_runaway(
 
 async def acontinue_run(log: AsyncLog, agent: AgentSpec, *, max_steps: int | None = None) -> Reply:
     """`continue_run` for asyncio."""
-    resume = log.verdict().open_turn is not None
+    resume = log.turn_open
     return await arun_agent_turn(log, agent, max_steps=max_steps, resume=resume)

@@ -363,7 +363,7 @@ def continue_run(log: Log, agent: AgentSpec, *, max_steps: int | None = None) ->
     (its waits answered), or else start the next turn from the log as it is.
     Background children it spawned are adopted: delivered, revived or
     reported lost (`turnlog.runtime.background.adopt`)."""
-    resume = log.verdict().open_turn is not None
+    resume = log.turn_open
     return run_agent_turn(log, agent, max_steps=max_steps, resume=resume)
 
 
