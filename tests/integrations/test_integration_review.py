@@ -257,7 +257,7 @@ def openai_agent(tool_body: Any, script: list[Any]) -> Any:
     return Agent(name="w", model=ScriptedModel(script), tools=[tool])
 
 
-def test_openai_agents_a_run_that_raised_is_closed_and_the_next_refused_until_then(
+def test_openai_agents_a_run_that_raised_is_closed_by_fail_run_or_by_the_next_run(
     tmp_path: Path,
 ) -> None:
     from agents import Runner
@@ -278,26 +278,37 @@ def test_openai_agents_a_run_that_raised_is_closed_and_the_next_refused_until_th
         async with TurnlogSession(tmp_path, "s") as session:
             with pytest.raises(UserError) as raised:
                 await Runner.run(agent, "pay", session=session, hooks=session.hooks)
-            # No hook of the SDK sees the failure: the next run is refused,
-            # with what to do, before it writes anything.
-            with pytest.raises(SessionInterruptedError) as refused:
-                await Runner.run(agent, "again", session=session, hooks=session.hooks)
-            assert "fail_run" in (refused.value.hint or "")
-            with pytest.raises(SessionInterruptedError):  # no input saved: the model call
-                await Runner.run(agent, [], session=session, hooks=session.hooks)
+            # No hook of the SDK sees the failure: fail_run closes the turn
+            # with what this process knows (the exception).
             await session.fail_run(raised.value)
             await Runner.run(agent, "again", session=session, hooks=session.hooks)
+            # Without fail_run, the next run closes it when it saves its input,
+            # as SQLiteSession would run on: never a refusal.
+            with pytest.raises(UserError):
+                await Runner.run(agent, "pay", session=session, hooks=session.hooks)
+            await Runner.run(agent, "again", session=session, hooks=session.hooks)
 
+    agent = openai_agent(
+        pay,
+        [
+            [function_call("pay", {}, call_id="c1")],
+            [assistant_message("sorry")],
+            [function_call("pay", {}, call_id="c2")],
+            [assistant_message("sorry")],
+        ],
+    )
     asyncio.run(main())
-    assert turn_ends(tmp_path, "s") == ["error", "complete"]
+    assert turn_ends(tmp_path, "s") == ["error", "complete", "error", "complete"]
     failed = results(tmp_path, "s")["c1"]
     assert failed.rule == "U1" and "card declined" in ev.content_text(failed.content)
+    unseen = results(tmp_path, "s")["c2"]
+    assert unseen.rule == "U1" and "without its final answer" in ev.content_text(unseen.content)
     users = [
         ev.content_text(e.data.content)
         for e in events_of(tmp_path, "s")
         if isinstance(e.data, ev.UserMessage)
     ]
-    assert users == ["pay", "again"]
+    assert users == ["pay", "again", "pay", "again"]
     exports_valid(tmp_path, "s")
 
 
@@ -325,7 +336,9 @@ def test_openai_agents_leaving_the_block_with_the_error_closes_the_turn(tmp_path
 
     async def again() -> None:  # a new handle is not refused
         async with TurnlogSession(tmp_path, "s") as session:
-            assert len(await session.get_items()) == 3
+            # What the SDK saved, as SQLiteSession holds it: the run's input
+            # (the call and its unwound answer stay in the log).
+            assert await session.get_items() == [{"content": "pay", "role": "user"}]
 
     asyncio.run(again())
     exports_valid(tmp_path, "s")

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+import msgspec
 from agents import RunHooks
 from agents.items import ModelResponse
 from agents.memory.session_settings import (
@@ -41,21 +42,22 @@ from turnlog.integrations import (
     end_turn,
     fail_run,
     refuse_interrupted,
-    refuse_unfinished,
     release,
     shared_state,
     tool_idempotency,
 )
 from turnlog.integrations.answered import owed_here, recorded_answer, refuse_answered
-from turnlog.providers import openai_responses
+from turnlog.integrations.openai_agents_items import (
+    CLEAR_EVENT,
+    HIDE_EVENT,
+    SAVED_EVENT,
+    SavedBatch,
+    SessionView,
+    visible_items,
+)
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
 from turnlog.text import foreign_text
-
-# Items the SDK hands over that turnlog has no message for are kept as this.
-_ITEM_EVENT = "x_openai_agents_item"
-_HIDE_EVENT = "x_openai_agents_hide"
-_CLEAR_EVENT = "x_openai_agents_clear"
 
 
 def _data(item: Any) -> dict[str, Any]:
@@ -111,7 +113,7 @@ class TurnlogSession:
         # What every live handle on this session must agree on: the items
         # pop_item and clear_session hid, and the response item ids the hooks
         # recorded (so the SDK's later add_items does not write them twice).
-        self._shared = shared_state(log, "openai_agents", _Hiding)
+        self._shared = shared_state(log, "openai_agents", SessionView)
 
     @property
     def log(self) -> AsyncLog:
@@ -123,29 +125,12 @@ class TurnlogSession:
             )
         return self._log
 
-    @property
-    def _hidden(self) -> set[tuple[int, int]]:
-        return self._shared.hidden
-
-    @property
-    def _item_ids(self) -> set[str]:
-        return self._shared.item_ids
-
     # -- the Session protocol ---------------------------------------------------------
 
-    async def _items(self) -> list[tuple[tuple[int, int], dict[str, Any]]]:
+    async def _items(self) -> list[tuple[tuple[int, int], Any]]:
         if not self._shared.loaded:
             await self.log.call(self._shared.load, self.log.log)
-        out = []
-        for message in await self.log.messages():
-            if message.seq <= self._shared.cleared_through:
-                continue
-            rendered = openai_responses.render([message])["input"]
-            for index, item in enumerate(rendered):
-                key = (message.seq, index)
-                if key not in self._hidden:
-                    out.append((key, item))
-        return out
+        return visible_items(await self.log.messages(), self._shared)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The conversation as Responses input items, oldest first (the newest
@@ -158,69 +143,11 @@ class TurnlogSession:
         return items[-effective:] if effective > 0 else []
 
     async def add_items(self, items: list[Any]) -> None:
-        """Record what the SDK saves, skipping what the hooks already wrote."""
-        for raw in items:
-            await self._add_item(_data(raw))
-
-    async def _add_item(self, item: dict[str, Any]) -> None:
-        kind = item.get("type", "message" if "role" in item else None)
-        log = self.log
-        owed = log.owed_calls()
-        if kind == "message" and item.get("role") in ("user", "system", "developer"):
-            # The SDK saves a run's input before its first model call: a turn
-            # open now was left by an earlier run that raised, unseen by any hook.
-            text = foreign_text(item.get("content"))
-            said: ev.UserMessage | ev.SystemMessage = (
-                ev.UserMessage(content=text)
-                if item.get("role") == "user"
-                else ev.SystemMessage(content=text)
-            )
-            await log.call_light(_say, log.log, said)
-            return
-        if item.get("id") in self._item_ids:
-            return
-        if kind == "function_call":
-            call_id = str(item.get("call_id"))
-            if call_id in owed or self._asked(call_id):
-                return
-            await self._ensure_step()
-            await log.assistant("", [_tool_call(item)])
-        elif kind == "function_call_output" or (
-            # The output of a function call the SDK answered with its
-            # apply_patch editor (see `_run_by_the_sdk`) is such an item; for
-            # a call the log holds as a function call, it is that call's result.
-            str(kind).endswith("_call_output") and str(item.get("call_id")) in owed
-        ):
-            call_id = str(item.get("call_id"))
-            if call_id not in owed:
-                return  # the hooks recorded it, or recovery answered it
-            # A handoff's transfer message, the editor's output, or the SDK's
-            # own words for a call it did not run: dispatched ahead when the
-            # SDK ran it, else recorded without a dispatch (it never started).
-            await log.append(
-                ev.ToolResult(
-                    call_id=call_id,
-                    name=owed[call_id],
-                    content=foreign_text(item.get("output")) or str(item.get("output")),
-                    is_error=item.get("status") == "failed",
-                ),
-                allow_undispatched=True,
-            )
-        elif kind == "message" and item.get("role") == "assistant":
-            await self._ensure_step()
-            await log.assistant([{"type": "text", "text": foreign_text(item.get("content"))}])
-        elif kind == "reasoning":
-            await self._ensure_step()
-            await log.assistant([item])
-        else:
-            await log.append(ev.Custom(type=_ITEM_EVENT, fields=item))
-
-    def _asked(self, call_id: str) -> bool:
-        turn = self.log.open_turn
-        return turn is not None and any(call.call_id == call_id for call in turn.calls)
-
-    async def _ensure_step(self) -> None:
-        await self.log.call_light(begin_step, self.log.log, open_step=False)
+        """Record what the SDK saves: the items as given (what `get_items`
+        returns), and each as a transcript message unless the hooks recorded it."""
+        if not self._shared.loaded:
+            await self.log.call(self._shared.load, self.log.log)
+        await self.log.call_light(_save, self.log.log, self._shared, [_data(raw) for raw in items])
 
     async def pop_item(self) -> Any | None:
         """Hide the newest item and return it. Appends an event that hides it;
@@ -229,14 +156,14 @@ class TurnlogSession:
         if not items:
             return None
         (seq, index), item = items[-1]
-        await self.log.append(ev.Custom(type=_HIDE_EVENT, fields={"seq": seq, "index": index}))
-        self._hidden.add((seq, index))
+        await self.log.append(ev.Custom(type=HIDE_EVENT, fields={"seq": seq, "index": index}))
+        self._shared.hidden.add((seq, index))
         return item
 
     async def clear_session(self) -> None:
         """Hide every item so far. Appends an event; nothing is deleted."""
         through = self.log.log.next_seq - 1
-        await self.log.append(ev.Custom(type=_CLEAR_EVENT, fields={"through_seq": through}))
+        await self.log.append(ev.Custom(type=CLEAR_EVENT, fields={"through_seq": through}))
         self._shared.cleared_through = through
 
     async def fail_run(self, error: BaseException) -> None:
@@ -278,12 +205,6 @@ class TurnlogSession:
         await self.close()
 
 
-_UNFINISHED_HOW = (
-    "catch the run's exception and call `await session.fail_run(exc)` (leaving the "
-    "`async with` block with it does the same), then run again"
-)
-
-
 _ANSWERED_HOW = (
     "the session's items hold the call with its recorded answer: run on the session with "
     'new input (`Runner.run(agent, "continue", session=session)`) and the model decides '
@@ -291,74 +212,152 @@ _ANSWERED_HOW = (
 )
 
 
-class _Hiding:
-    """What the live handles on one session agree on (see `TurnlogSession`)."""
-
-    def __init__(self) -> None:
-        # Item keys (seq, index) hidden by pop_item, and the seq clear_session hid up to.
-        self.hidden: set[tuple[int, int]] = set()
-        self.cleared_through = -1
-        self.item_ids: set[str] = set()
-        # The run (its context object, the same through one `Runner.run`)
-        # whose turn is open: another run's model call must not land in it.
-        self.run: Any = None
-        # Whether the hide and clear events written before this process
-        # opened the session are read (`load`).
-        self.loaded = False
-        # The calls `on_llm_end` dispatched ahead, as ones the SDK runs itself.
-        self.ahead: set[str] = set()
-
-    def load(self, log: Log) -> None:
-        """Read the hide and clear events the log holds, in the same pass
-        that reads its transcript when that is not read yet (a session opened
-        per request then reads its log once, not twice)."""
-        with log.lock:
-            if self.loaded:
-                return
-            if not log.read_transcript(observe=self._see):
-                for event in log.store.iter_events(log.session_id):
-                    self._see(event)
-            self.loaded = True
-
-    def _see(self, event: ev.Event) -> None:
-        data = event.data
-        if isinstance(data, ev.Custom) and data.type == _HIDE_EVENT:
-            self.hidden.add((int(data.fields["seq"]), int(data.fields["index"])))
-        elif isinstance(data, ev.Custom) and data.type == _CLEAR_EVENT:
-            self.cleared_through = int(data.fields["through_seq"])
-
-
-def _say(log: Any, said: ev.UserMessage | ev.SystemMessage) -> None:
-    """A run's input, unless a turn an earlier run left open would hold it."""
+def _save(log: Log, view: SessionView, items: list[dict[str, Any]]) -> None:
+    """One `add_items` call: each item as a transcript message (unless the
+    hooks recorded it), then the items as given, naming the messages they
+    stand for. Items recorded before a refusal are saved before it is raised,
+    so nothing the log holds is lost to `get_items`."""
     with log.lock:
-        refuse_unfinished(log, how=_UNFINISHED_HOW)
-        log.append(said)
+        covers: list[int] = []
+        saved = 0
+        try:
+            for item in items:
+                seq = _record(log, view, item)
+                saved += 1
+                if seq is not None:
+                    covers.append(seq)
+        finally:
+            if saved:
+                kept = items[:saved]
+                event = log.append(
+                    ev.Custom(type=SAVED_EVENT, fields={"items": kept, "covers": covers})
+                )
+                view.saved.append(
+                    SavedBatch(event.seq, msgspec.json.encode(kept), frozenset(covers))
+                )
+        if view.run is None and _answers(items):
+            # Without the hooks no `on_agent_end` ends the run's turn: the
+            # SDK saving a final answer with nothing owed does.
+            end_turn(log)
 
 
-def _begin_step(log: Any, shared: _Hiding, context: Any) -> None:
-    """A model call of the run `context`: a turn another run left open (an
-    exception no hook saw, with no input saved to refuse) is refused here,
-    before anything of this run lands in it."""
+def _answers(items: list[dict[str, Any]]) -> bool:
+    """Whether a batch ends with the model's words (not a call, not reasoning)."""
+    last = items[-1] if items else None
+    return (
+        last is not None
+        and last.get("role") == "assistant"
+        and last.get("type", "message") == "message"
+    )
+
+
+def _record(log: Log, view: SessionView, item: dict[str, Any]) -> int | None:
+    """The seq of the transcript message `item` is, written now unless the
+    hooks (or recovery) wrote it; None for an item turnlog keeps only as saved
+    (a hosted tool's item, say)."""
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind == "message" and item.get("role") in ("user", "system", "developer"):
+        return _say(log, view, item)
+    recorded = view.recorded(f"item:{item['id']}") if isinstance(item.get("id"), str) else None
+    if recorded is not None:
+        return recorded
+    owed = log.owed_calls()
+    if kind == "function_call":
+        call_id = str(item.get("call_id"))
+        asked = view.recorded(f"call:{call_id}")
+        if call_id in owed or asked is not None:
+            return asked
+        begin_step(log, open_step=False)
+        event = log.assistant("", [_tool_call(item)])
+        view.seq_of[f"call:{call_id}"] = event.seq
+        return event.seq
+    if kind == "function_call_output" or (
+        # The output of a function call the SDK answered with its apply_patch
+        # editor (see `_run_by_the_sdk`) is such an item; for a call the log
+        # holds as a function call, it is that call's result.
+        str(kind).endswith("_call_output") and str(item.get("call_id")) in owed
+    ):
+        call_id = str(item.get("call_id"))
+        if call_id not in owed:
+            return view.recorded(f"output:{call_id}")  # the hooks or recovery answered it
+        # A handoff's transfer message, the editor's output, or the SDK's own
+        # words for a call it did not run: dispatched ahead when the SDK ran
+        # it, else recorded without a dispatch (it never started).
+        result = log.append(
+            ev.ToolResult(
+                call_id=call_id,
+                name=owed[call_id],
+                content=foreign_text(item.get("output")) or str(item.get("output")),
+                is_error=item.get("status") == "failed",
+            ),
+            allow_undispatched=True,
+        )
+        view.seq_of[f"output:{call_id}"] = result.seq
+        return result.seq
+    if kind == "message" and item.get("role") == "assistant":
+        begin_step(log, open_step=False)
+        return log.assistant([{"type": "text", "text": foreign_text(item.get("content"))}]).seq
+    if kind == "reasoning":
+        begin_step(log, open_step=False)
+        return log.assistant([item]).seq
+    return None
+
+
+def _say(log: Log, view: SessionView, item: dict[str, Any]) -> int:
+    """A run's input. The SDK saves it before the run's first model call, so
+    a turn open now was left by an earlier run this process saw end unseen
+    (an exception no hook saw, or a run without the hooks, whose turn ends
+    only at its final answer): it is closed first as a run that raised is
+    (`fail_run`), so the new words start a turn of their own."""
+    if log.turn_open:
+        fail_run(log, RunEndedUnseen("the run ended without its final answer being saved"))
+        view.run = None
+    text = foreign_text(item.get("content"))
+    said: ev.UserMessage | ev.SystemMessage = (
+        ev.UserMessage(content=text)
+        if item.get("role") == "user"
+        else ev.SystemMessage(content=text)
+    )
+    return log.append(said).seq
+
+
+class RunEndedUnseen(Exception):
+    """What closes a turn an earlier run left open: the run ended (it raised,
+    or was cancelled) where no hook of the SDK could see it."""
+
+
+def _begin_step(log: Log, shared: SessionView, context: Any) -> None:
+    """A model call of the run `context`. A turn another run left open (it
+    ended unseen, and this run saved no input, which would have closed it) is
+    closed first, as `_say` closes it, before anything of this run lands in it."""
     with log.lock:
-        turn = log.open_turn
-        if turn is not None and shared.run is not None and shared.run is not context:
-            refuse_unfinished(log, how=_UNFINISHED_HOW)
-        if turn is None:
+        if log.turn_open and shared.run is not None and shared.run is not context:
+            fail_run(log, RunEndedUnseen("the run ended without its final answer being saved"))
+        if not log.turn_open:
             shared.run = context
         begin_step(log)
 
 
 def _reply(
-    log: Log, shared: _Hiding, parts: list[Any], calls: list[ToolCall], ahead: list[AheadCall]
+    log: Log,
+    shared: SessionView,
+    parts: list[Any],
+    calls: list[ToolCall],
+    ahead: list[AheadCall],
+    item_ids: list[str],
 ) -> None:
     """The model's reply, then the dispatch of each call the SDK runs itself
     (see `_run_by_the_sdk`), durable before the SDK can run any of them."""
     with log.lock:
-        log.assistant(parts, calls)
+        seq = log.assistant(parts, calls).seq
+        for item_id in item_ids:
+            shared.seq_of[f"item:{item_id}"] = seq
+        for call in calls:
+            shared.seq_of[f"call:{call.id}"] = seq
         shared.ahead.update(dispatch_ahead(log, ahead))
 
 
-def _dispatch_tool(log: Log, shared: _Hiding, dispatch: ev.ToolDispatch) -> None:
+def _dispatch_tool(log: Log, shared: SessionView, dispatch: ev.ToolDispatch) -> None:
     """A tool's dispatch, unless `on_llm_end` dispatched the call ahead (one
     it took for a call the SDK runs itself): one dispatch per call."""
     with log.lock:
@@ -461,10 +460,11 @@ class TurnlogHooks(RunHooks[Any]):
         parts: list[Any] = []
         calls: list[ToolCall] = []
         asked: list[dict[str, Any]] = []
+        item_ids: list[str] = []
         for raw in response.output:
             item = _data(raw)
             if isinstance(item.get("id"), str):
-                self._session._item_ids.add(item["id"])
+                item_ids.append(item["id"])
             kind = item.get("type")
             if kind == "function_call":
                 calls.append(_tool_call(item))
@@ -491,7 +491,7 @@ class TurnlogHooks(RunHooks[Any]):
             if call.id in run_by_the_sdk
         ]
         shared = self._session._shared
-        await self._log.call_light(_reply, self._log.log, shared, parts, calls, ahead)
+        await self._log.call_light(_reply, self._log.log, shared, parts, calls, ahead, item_ids)
         for other in self._others:
             await other.on_llm_end(context, agent, response)
 
@@ -535,7 +535,10 @@ class TurnlogHooks(RunHooks[Any]):
         call_id = getattr(context, "tool_call_id", None)
         if call_id is not None:
             name = getattr(tool, "name", None)
-            await self._log.append(ev.ToolResult(call_id=call_id, name=name, content=str(result)))
+            result_event = await self._log.append(
+                ev.ToolResult(call_id=call_id, name=name, content=str(result))
+            )
+            self._session._shared.seq_of[f"output:{call_id}"] = result_event.seq
         for other in self._others:
             await other.on_tool_end(context, agent, tool, result)
 
