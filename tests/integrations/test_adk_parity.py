@@ -271,6 +271,40 @@ def test_an_adk_id_shaped_like_a_subagent_id_is_never_filed_in_another_session_t
     assert [e.content.parts[0].text for e in got_victim.events if e.content] == ["private"]
 
 
+def test_any_adk_id_is_stored_under_a_valid_root_id(target: str) -> None:
+    """ADK takes any string as a session id: one turnlog could not use as
+    it is (a path, a dot first, spaces, accents, a lone surrogate, 300
+    characters, `.agents` last) is stored under its scoped root id, and
+    reads back under the ADK id as in ADK's own service. A lone surrogate
+    is refused, as turnlog refuses one in any text, and leaves nothing."""
+    odd = ["../up", ".hidden", "a b", "café", "long" * 75, "p.agents", "a/b/c"]
+
+    async def scenario(service: BaseSessionService) -> Any:
+        for session_id in odd:
+            made = await service.create_session(app_name="shop", user_id="u", session_id=session_id)
+            await service.append_event(made, said(session_id))
+        got = [
+            await service.get_session(app_name="shop", user_id="u", session_id=session_id)
+            for session_id in odd
+        ]
+        return [shape(session) for session in got]
+
+    reference, ours = side_by_side(target, scenario)
+    assert reference == ours and [s[0] for s in ours] == odd
+    stored = turnlog.open_store(target)[0].sessions()
+    assert len(stored) == len(odd)
+    assert all("/" not in turnlog_id and len(turnlog_id) <= 128 for turnlog_id in stored)
+
+    async def unencodable() -> None:
+        async with TurnlogSessionService(target) as sessions:
+            await sessions.create_session(app_name="shop", user_id="u", session_id="x\ud800")
+
+    with pytest.raises(TurnlogError) as refused:
+        asyncio.run(unencodable())
+    assert refused.value.hint
+    assert turnlog.open_store(target)[0].sessions() == stored
+
+
 def test_a_session_stored_before_ids_were_scoped_still_reads_and_writes(target: str) -> None:
     """A session written by an earlier release (turnlog id = ADK id, no ADK
     id in its header) is found, read and appended to as before; it does not

@@ -69,6 +69,7 @@ from turnlog.integrations.adk_state import (
     AdkSessionExistsError,
     AdkSessionNotFoundError,
     app_headers,
+    deleted_here,
     free_id,
     is_deleted,
     locate,
@@ -295,7 +296,7 @@ class TurnlogSessionService(BaseSessionService):
         # While this process holds the session's writer no other process can
         # append to it, so the id found earlier still holds the live session
         # unless a service here deleted it (flagged on the shared writer).
-        if cached is not None and log is not None and not log.closed and not _hidden(log)[0]:
+        if cached is not None and log is not None and not log.closed and not deleted_here(log)[0]:
             return cached
         header = self._live(*key)
         if header is None:
@@ -332,7 +333,7 @@ class TurnlogSessionService(BaseSessionService):
         log = self._log(header.turnlog_id)
         with log.lock:
             log.append(ev.Custom(type=DELETED, fields={}))
-            _hidden(log)[0] = True
+            deleted_here(log)[0] = True
         # A deleted session takes no more events: its writer is given back.
         with self._lock:
             self._ids.pop((app_name, user_id, session_id), None)
@@ -595,8 +596,3 @@ def _delegated(log: Log, event: AdkEvent) -> bool:
 def _run(log: Log) -> dict[str, str | None]:
     """The invocation whose turn is open, shared by the services on this writer."""
     return shared_state(log, "adk", lambda: {"invocation": None})
-
-
-def _hidden(log: Log) -> list[bool]:
-    """Whether a service on this writer deleted its session, shared by them all."""
-    return shared_state(log, "adk-deleted", lambda: [False])

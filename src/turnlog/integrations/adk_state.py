@@ -19,6 +19,8 @@ from google.adk.sessions.state import State
 
 from turnlog import events as ev
 from turnlog.errors import SessionExistsError, SessionNotFoundError, TurnlogError
+from turnlog.handle.log import Log
+from turnlog.integrations import shared_state
 from turnlog.integrations.adk_events import ADK_EVENT, adk_events, timestamp_s
 from turnlog.stores import Store
 from turnlog.stores.base import AGENTS_SUFFIX, validate_session_id
@@ -66,12 +68,14 @@ def scoped_session_id(app_name: str, user_id: str, session_id: str) -> str:
 
     The ADK id with every character but letters, digits, `_` and `-` made `_`
     and cut to 64 characters, then `-` and the first 20 hex digits of the
-    SHA-256 of the JSON array `[app_name, user_id, session_id]`. It holds no
+    SHA-256 of `json.dumps([app_name, user_id, session_id])`. It holds no
     `/` and no `.`, so it is always a root session: never inside another
     session's subagent tree (`<parent>.agents/<child>`)."""
     readable = _UNSAFE.sub("_", session_id)[:_READABLE_CHARS]
-    key = json.dumps([app_name, user_id, session_id], ensure_ascii=False)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:_DIGEST_HEX]
+    # Python's default JSON is ASCII (anything else escaped), so every string,
+    # a lone surrogate included, has one encoding to hash.
+    key = json.dumps([app_name, user_id, session_id])
+    digest = hashlib.sha256(key.encode("ascii")).hexdigest()[:_DIGEST_HEX]
     return f"{readable}-{digest}"
 
 
@@ -141,6 +145,12 @@ def read_adk_header(store: Store, turnlog_id: str) -> AdkHeader | None:
         created_ts=header.ts,
         state=dict(adk.get("state") or {}),
     )
+
+
+def deleted_here(log: Log) -> list[bool]:
+    """Whether a service in this process deleted the session `log` writes
+    (a one-item list to set), shared by every service on that writer."""
+    return shared_state(log, "adk-deleted", lambda: [False])
 
 
 def is_deleted(events: list[ev.Event]) -> bool:
