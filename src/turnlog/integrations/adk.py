@@ -27,17 +27,14 @@ response) nor run again (its resumable mode).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
-import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events.event import Event as AdkEvent
-from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.platform import uuid as platform_uuid
 from google.adk.sessions.base_session_service import (
     BaseSessionService,
     GetSessionConfig,
@@ -47,7 +44,7 @@ from google.adk.sessions.session import Session
 
 from turnlog import events as ev
 from turnlog.core.recovery import unwind_result
-from turnlog.errors import TurnlogError
+from turnlog.errors import SessionExistsError, TurnlogError
 from turnlog.events import Origin, ToolCall
 from turnlog.handle.log import Log
 from turnlog.integrations import (
@@ -64,28 +61,44 @@ from turnlog.integrations import (
     shared_state,
     tool_idempotency,
 )
-from turnlog.integrations.adk_events import ADK_EVENT, adk_events, timestamp_s
+from turnlog.integrations.adk_events import ADK_EVENT, timestamp_s
+from turnlog.integrations.adk_plugin import TurnlogPlugin, result_text
+from turnlog.integrations.adk_state import (
+    DELETED,
+    AdkHeader,
+    AdkSessionExistsError,
+    AdkSessionNotFoundError,
+    app_headers,
+    deleted_here,
+    free_id,
+    is_deleted,
+    locate,
+    own_state,
+    recent_events,
+    scoped_session_id,
+    session_from_log,
+    shared_keys,
+)
 from turnlog.integrations.answered import answer_before_dispatch
 from turnlog.stores import Store, open_store
 
-# `delete_session` never deletes (the log is append-only): it appends this.
-_DELETED = "x_adk_deleted"
-
-
-def _result_text(result: Any) -> str:
-    """A tool's result as the text turnlog records (ADK wraps a plain return
-    value as `{"result": value}`)."""
-    if isinstance(result, dict) and set(result) == {"result"}:
-        result = result["result"]
-    return result if isinstance(result, str) else json.dumps(result, default=str)
+__all__ = [
+    "AdkSessionExistsError",
+    "AdkSessionNotFoundError",
+    "TurnlogPlugin",
+    "TurnlogSessionService",
+    "scoped_session_id",
+]
 
 
 class TurnlogSessionService(BaseSessionService):
     """ADK's session service on a turnlog store (see the module docstring).
 
     `target` is a store directory, `sqlite:///file` or another store URL. Each
-    ADK session is one turnlog session with the same id; its app, user and
-    initial state are kept in the session header. A handle with a lifetime:
+    ADK session is one turnlog session, under the ADK id when that id is free
+    and can be a turnlog id, else under its scoped id (`scoped_session_id`;
+    `turnlog_session_id` tells which); its app, user, ADK id and initial
+    state are kept in the session header. A handle with a lifetime:
     `async with TurnlogSessionService(...)` or `await sessions.close()` releases
     the sessions it opened (services in one process share one writer per
     session). `recover=True` / `revive=True` repair a crashed session when it
@@ -110,7 +123,10 @@ class TurnlogSessionService(BaseSessionService):
             "revive": revive,
             "durability": durability,
         }
+        # Turnlog session id -> its writer; (app, user, ADK session id) -> the
+        # turnlog id of its live session, as found last (see `_id_of`).
         self._logs: dict[str, Log] = {}
+        self._ids: dict[tuple[str, str, str], str] = {}
         self._lock = threading.Lock()
         # Set once the plugin has seen a run: it dispatches each call itself.
         self._plugged = False
@@ -163,19 +179,39 @@ class TurnlogSessionService(BaseSessionService):
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
-        import uuid
+        session_id = (session_id or "").strip() or platform_uuid.new_uuid()
+        return await asyncio.to_thread(
+            self._create, app_name, user_id, own_state(state), session_id
+        )
 
-        session_id = (session_id or "").strip() or uuid.uuid4().hex
-        if await asyncio.to_thread(self.store.exists, session_id):
-            raise AlreadyExistsError(f"Session with id {session_id} already exists.")
-        meta = {"adk": {"app_name": app_name, "user_id": user_id, "state": state or {}}}
-        log = await asyncio.to_thread(self._log, session_id, create=True, meta=meta)
+    def _create(
+        self, app_name: str, user_id: str, state: dict[str, Any], session_id: str
+    ) -> Session:
+        while True:
+            if self._live(app_name, user_id, session_id) is not None:
+                raise AdkSessionExistsError(f"Session with id {session_id} already exists.")
+            turnlog_id = free_id(self.store, app_name, user_id, session_id)
+            adk = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+            meta = {"adk": {**adk, "state": state}}
+            try:
+                self._log(turnlog_id, create=True, meta=meta)
+                break
+            except SessionExistsError:
+                # Another writer took the id between the look and the create:
+                # look again, as that writer may have created this very session.
+                continue
+        with self._lock:
+            self._ids[(app_name, user_id, session_id)] = turnlog_id
+        header = self.store.read_header(turnlog_id)
+        shared = shared_keys(app_headers(self.store, app_name), self._readable_events)
         return Session(
-            id=log.session_id,
+            id=session_id,
             app_name=app_name,
             user_id=user_id,
-            state=dict(state or {}),
-            last_update_time=time.time(),
+            state=shared.merged_into(state, user_id),
+            # The header's own time, so `get_session` of a session with no
+            # events reports the very value `create_session` returned.
+            last_update_time=timestamp_s(header.ts if header is not None else None),
         )
 
     async def get_session(
@@ -186,90 +222,88 @@ class TurnlogSessionService(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
-        return await asyncio.to_thread(self._get, app_name, user_id, session_id, config)
+        return await asyncio.to_thread(self._get, app_name, user_id, session_id.strip(), config)
 
     def _get(
         self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
     ) -> Session | None:
-        if not self.store.exists(session_id):
+        header = self._live(app_name, user_id, session_id)
+        if header is None:
             return None
-        log = self._log(session_id)
+        log = self._log(header.turnlog_id)  # opening it repairs it, with recover/revive
+        with self._lock:
+            self._ids[(app_name, user_id, session_id)] = header.turnlog_id
         with log.lock:
-            stored = list(self.store.iter_events(session_id))
-        header = stored[0].data
-        adk = ((header.meta or {}) if isinstance(header, ev.Session) else {}).get("adk", {})
-        if adk.get("app_name") != app_name or adk.get("user_id") != user_id:
-            return None
-        if any(isinstance(e.data, ev.Custom) and e.data.type == _DELETED for e in stored):
-            return None
-        session = Session(
-            id=session_id, app_name=app_name, user_id=user_id, state=dict(adk.get("state", {}))
-        )
-        for event in adk_events(stored):
-            self._update_session_state(session, event)
-            session.events.append(event)
-        if session.events:
-            session.last_update_time = session.events[-1].timestamp
-        # `app:` and `user:` keys are shared across the app's (the user's)
-        # sessions, as ADK's own services share them.
-        session.state.update(self._shared_keys(app_name, user_id))
+            stored = list(self.store.iter_events(header.turnlog_id))
+        shared = shared_keys(app_headers(self.store, app_name), self._readable_events)
+        session = session_from_log(header, stored, shared)
         if config is not None:
-            events = session.events
-            if config.num_recent_events is not None:
-                events = events[-config.num_recent_events :] if config.num_recent_events else []
-            if config.after_timestamp is not None:
-                events = [e for e in events if e.timestamp >= config.after_timestamp]
-            session.events = events
+            session.events = recent_events(session.events, config)
         return session
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
+        """The app's sessions (the user's, with `user_id`), each with its
+        merged state and no events, least recently updated first."""
         return await asyncio.to_thread(self._list, app_name, user_id)
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
+        headers = app_headers(self.store, app_name)
+        stored = {h.turnlog_id: self._readable_events(h.turnlog_id) for h in headers}
+        shared = shared_keys(headers, stored.get)
         out = []
-        for session_id in self.store.sessions():
-            header = self.store.read_header(session_id)
-            data = header.data if header is not None else None
-            adk = ((data.meta or {}) if isinstance(data, ev.Session) else {}).get("adk", {})
-            if adk.get("app_name") != app_name or user_id not in (None, adk.get("user_id")):
-                continue
-            if self._deleted(session_id):
-                continue  # hidden from ADK, as `get_session` hides it
-            out.append(Session(id=session_id, app_name=app_name, user_id=adk["user_id"]))
+        for header in headers:
+            events = stored[header.turnlog_id]
+            if not header.names(app_name, user_id) or is_deleted(events or []):
+                continue  # another user's, or hidden from ADK as `get_session` hides it
+            # A session that cannot be read is listed from its header alone:
+            # its own `get_session` reports what is wrong with it.
+            session = session_from_log(header, events or [], shared)
+            session.events = []
+            out.append(session)
+        out.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=out)
 
-    def _shared_keys(self, app_name: str, user_id: str) -> dict[str, Any]:
-        """The newest value of every `app:` key set in the app's sessions and
-        every `user:` key set in this user's, read from the ADK events kept in
-        each session (so it survives the process), oldest first."""
-        changes: list[tuple[float, str, Any]] = []
-        for session_id in self.store.sessions():
-            header = self.store.read_header(session_id)
-            data = header.data if header is not None else None
-            adk = ((data.meta or {}) if isinstance(data, ev.Session) else {}).get("adk", {})
-            if adk.get("app_name") != app_name:
-                continue
-            prefixes = ("app:", "user:") if adk.get("user_id") == user_id else ("app:",)
-            created = timestamp_s(header.ts) if header is not None else 0.0
-            for key, value in (adk.get("state") or {}).items():
-                if key.startswith(prefixes):
-                    changes.append((created, key, value))
-            try:
-                events = self._events(session_id)
-            except TurnlogError:
-                # A session another writer is mid-append on, or a damaged one:
-                # its own `get_session` reports it; the others still load.
-                continue
-            for event in events:
-                if isinstance(event.data, ev.Custom) and event.data.type == ADK_EVENT:
-                    stored = event.data.fields["event"]
-                    delta = (stored.get("actions") or {}).get("state_delta") or {}
-                    when = float(stored.get("timestamp") or 0.0)
-                    changes.extend((when, k, v) for k, v in delta.items() if k.startswith(prefixes))
-        changes.sort(key=lambda change: change[0])
-        return {key: value for _, key, value in changes}
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's `user:` keys in the app, without the prefix ({} for none)."""
+        return await asyncio.to_thread(self._user_state, app_name, user_id)
+
+    def _user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        shared = shared_keys(app_headers(self.store, app_name), self._readable_events)
+        return dict(shared.users.get(user_id, {}))
+
+    async def turnlog_session_id(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> str | None:
+        """The id of the turnlog session that holds this ADK session (what
+        `turnlog recover`, `turnlog show` and the other commands take), None
+        when the app's user has no such session. It is the ADK id itself
+        unless that id was taken or cannot be a turnlog id; see
+        `adk_state.candidate_ids`."""
+        header = await asyncio.to_thread(self._live, app_name, user_id, session_id.strip())
+        return header.turnlog_id if header is not None else None
+
+    def _live(self, app_name: str, user_id: str, session_id: str) -> AdkHeader | None:
+        return locate(self.store, app_name, user_id, session_id, self._events)
+
+    def _id_of(self, session: Session) -> str:
+        """The turnlog id of the live session an ADK `Session` stands for."""
+        key = (session.app_name, session.user_id, session.id)
+        with self._lock:
+            cached = self._ids.get(key)
+            log = self._logs.get(cached) if cached is not None else None
+        # While this process holds the session's writer no other process can
+        # append to it, so the id found earlier still holds the live session
+        # unless a service here deleted it (flagged on the shared writer).
+        if cached is not None and log is not None and not log.closed and not deleted_here(log)[0]:
+            return cached
+        header = self._live(*key)
+        if header is None:
+            raise AdkSessionNotFoundError(f"Session {session.id} not found.")
+        with self._lock:
+            self._ids[key] = header.turnlog_id
+        return header.turnlog_id
 
     def _events(self, session_id: str) -> list[ev.Event]:
         """A session's events, read under its writer's lock when this service holds it."""
@@ -279,19 +313,38 @@ class TurnlogSessionService(BaseSessionService):
                 return list(self.store.iter_events(session_id))
         return list(self.store.iter_events(session_id))
 
-    def _deleted(self, session_id: str) -> bool:
-        events = self._events(session_id)
-        return any(isinstance(e.data, ev.Custom) and e.data.type == _DELETED for e in events)
+    def _readable_events(self, session_id: str) -> list[ev.Event] | None:
+        """A session's events, or None for one that cannot be read now (another
+        writer mid-append, damage): its own `get_session` reports it, and the
+        other sessions still load."""
+        try:
+            return self._events(session_id)
+        except TurnlogError:
+            return None
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Hide the session from ADK. Appends an event; nothing is deleted."""
-        log = await asyncio.to_thread(self._log, session_id)
-        await asyncio.to_thread(log.append, ev.Custom(type=_DELETED, fields={}))
+        await asyncio.to_thread(self._delete, app_name, user_id, session_id.strip())
+
+    def _delete(self, app_name: str, user_id: str, session_id: str) -> None:
+        header = self._live(app_name, user_id, session_id)
+        if header is None:
+            return  # none to delete, as ADK's own services shrug
+        log = self._log(header.turnlog_id)
+        with log.lock:
+            log.append(ev.Custom(type=DELETED, fields={}))
+            deleted_here(log)[0] = True
+        # A deleted session takes no more events: its writer is given back.
+        with self._lock:
+            self._ids.pop((app_name, user_id, session_id), None)
+            self._logs.pop(header.turnlog_id, None)
+        release(log)
 
     async def append_event(self, session: Session, event: AdkEvent) -> AdkEvent:
         if event.partial:
             return event
-        log = await asyncio.to_thread(self._log, session.id)
+        turnlog_id = await asyncio.to_thread(self._id_of, session)
+        log = await asyncio.to_thread(self._log, turnlog_id)
         # Nothing lands in a crashed turn, not even in ADK's copy of the session.
         refuse_interrupted(log)
         parts = (event.content.parts or []) if event.content else []
@@ -302,6 +355,9 @@ class TurnlogSessionService(BaseSessionService):
             refuse_unfinished(log, how=_UNFINISHED_HOW)
         event = await super().append_event(session, event)
         await asyncio.to_thread(self._record, log, event)
+        # The caller's session was updated at its event's time, as ADK's own
+        # services stamp it: `get_session` reports the same.
+        session.last_update_time = event.timestamp
         return event
 
     # -- writing ADK's events ---------------------------------------------------------
@@ -356,7 +412,7 @@ class TurnlogSessionService(BaseSessionService):
                             ev.ToolResult(
                                 call_id=str(response.id),
                                 name=response.name,
-                                content=_result_text(response.response),
+                                content=result_text(response.response),
                             ),
                             allow_undispatched=True,
                         )
@@ -405,8 +461,15 @@ class TurnlogSessionService(BaseSessionService):
         with self._lock:
             self._ahead.update((session_id, call_id) for call_id in written)
 
+    def _offered(self, session: Session, agent_name: str, names: frozenset[str]) -> None:
+        """What an agent's model request offered: the names of its tools that
+        delegate to a task-mode sub-agent (see `_dispatch_delegations`)."""
+        session_id = self._id_of(session)
+        with self._lock:
+            self._delegations[(session_id, agent_name)] = names
+
     def _dispatch(
-        self, session_id: str, call_id: str, name: str, tool: Any, *, confirmed: bool = False
+        self, session: Session, call_id: str, name: str, tool: Any, *, confirmed: bool = False
     ) -> dict[str, Any] | None:
         """Dispatch a call before ADK runs it; or, for a call the log has
         answered (by the tool, by recovery), hand ADK the recorded answer as
@@ -416,6 +479,7 @@ class TurnlogSessionService(BaseSessionService):
         its own "requires confirmation" stand-in answered it. The stand-in is
         no answer, and settling pauses is not this guard's work: such a call
         is dispatched as before."""
+        session_id = self._id_of(session)
         log = self._log(session_id)
         with log.lock:
             answer = None if confirmed else answer_before_dispatch(log, call_id)
@@ -437,7 +501,8 @@ class TurnlogSessionService(BaseSessionService):
             self._handed.add((session_id, call_id))
         return {"error" if answer.is_error else "result": answer.text}
 
-    def _result(self, session_id: str, call_id: str, name: str, text: str, error: bool) -> None:
+    def _result(self, session: Session, call_id: str, name: str, text: str, error: bool) -> None:
+        session_id = self._id_of(session)
         with self._lock:
             if (session_id, call_id) in self._handed:
                 # ADK reports the answer it was handed as the tool's result:
@@ -448,10 +513,10 @@ class TurnlogSessionService(BaseSessionService):
             ev.ToolResult(call_id=call_id, name=name, content=text, is_error=error)
         )
 
-    def _cut_off(self, session_id: str, call_id: str, name: str, error: BaseException) -> None:
+    def _cut_off(self, session: Session, call_id: str, name: str, error: BaseException) -> None:
         """A call ADK cancelled mid-run (a parallel call failed): it may have
         taken effect, so it reads outcome unknown (U1), not a plain error."""
-        log = self._log(session_id)
+        log = self._log(self._id_of(session))
         with log.lock:
             if call_id not in set(log.owed_calls()):
                 return
@@ -467,13 +532,43 @@ class TurnlogSessionService(BaseSessionService):
             fail_run(log, error)
             run["invocation"] = None
 
-    async def fail_run(self, session_id: str, error: BaseException) -> None:
+    def _run_failed(self, session: Session, error: BaseException, invocation: str | None) -> None:
+        try:
+            session_id = self._id_of(session)
+        except AdkSessionNotFoundError:
+            return  # the run failed for want of its session: no turn to close
+        self._failed(session_id, error, invocation)
+
+    async def fail_run(
+        self,
+        session_id: str,
+        error: BaseException,
+        *,
+        app_name: str | None = None,
+        user_id: str | None = None,
+    ) -> None:
         """Close the turn a run left open when it ended unseen (cancelled, or
         run without `sessions.plugin`): a dispatched call unanswered reads
         outcome unknown, an undispatched one not started, the turn ends
         `error` (`cancelled` for a cancellation). With the plugin, a run that
-        raises is closed this way on its own."""
-        await asyncio.to_thread(self._failed, session_id, error, None)
+        raises is closed this way on its own.
+
+        `session_id` is the ADK session's id; give `app_name` and `user_id`
+        when two users of this service have sessions under that id."""
+        await asyncio.to_thread(self._fail_by_id, session_id, error, app_name, user_id)
+
+    def _fail_by_id(
+        self, session_id: str, error: BaseException, app_name: str | None, user_id: str | None
+    ) -> None:
+        if app_name is not None and user_id is not None:
+            session = Session(id=session_id, app_name=app_name, user_id=user_id)
+            self._failed(self._id_of(session), error, None)
+            return
+        with self._lock:
+            found = {t for (_, _, adk_id), t in self._ids.items() if adk_id == session_id}
+        # The ADK id names one session this service has worked on: that one.
+        # Otherwise it is taken as the turnlog id it is stored under.
+        self._failed(found.pop() if len(found) == 1 else session_id, error, None)
 
 
 _UNFINISHED_HOW = (
@@ -501,96 +596,3 @@ def _delegated(log: Log, event: AdkEvent) -> bool:
 def _run(log: Log) -> dict[str, str | None]:
     """The invocation whose turn is open, shared by the services on this writer."""
     return shared_state(log, "adk", lambda: {"invocation": None})
-
-
-class TurnlogPlugin(BasePlugin):
-    """Writes each call's dispatch before ADK runs the tool, and its result
-    after it (`App(plugins=[sessions.plugin])`)."""
-
-    def __init__(self, service: TurnlogSessionService) -> None:
-        super().__init__(name="turnlog")
-        self._service = service
-
-    async def on_user_message_callback(self, *, invocation_context: Any, user_message: Any) -> None:
-        self._service._plugged = True
-
-    async def before_run_callback(self, *, invocation_context: Any) -> None:
-        self._service._plugged = True
-
-    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
-        # What the model is offered: which of its tools delegate to a
-        # task-mode sub-agent, so the reply's call to one is dispatched when
-        # the reply is recorded (see `TurnlogSessionService._dispatch_delegations`).
-        from google.adk.tools.agent_tool import AgentTool
-
-        names = frozenset(
-            name
-            for name, tool in (getattr(llm_request, "tools_dict", None) or {}).items()
-            if isinstance(tool, AgentTool) and _mode(getattr(tool, "agent", None)) == "task"
-        )
-        key = (callback_context.session.id, callback_context.agent_name)
-        with self._service._lock:
-            self._service._delegations[key] = names
-
-    async def before_tool_callback(
-        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any
-    ) -> dict[str, Any] | None:
-        call_id = tool_context.function_call_id
-        if call_id is None:
-            return None
-        return await asyncio.to_thread(
-            self._service._dispatch,
-            tool_context.session.id,
-            call_id,
-            tool.name,
-            tool,
-            confirmed=getattr(tool_context, "tool_confirmation", None) is not None,
-        )
-
-    async def after_tool_callback(
-        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, result: Any
-    ) -> None:
-        call_id = tool_context.function_call_id
-        if call_id is not None:
-            await asyncio.to_thread(
-                self._service._result,
-                tool_context.session.id,
-                call_id,
-                tool.name,
-                _result_text(result),
-                False,
-            )
-
-    async def on_tool_error_callback(
-        self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
-    ) -> None:
-        call_id = tool_context.function_call_id
-        if call_id is not None and isinstance(error, asyncio.CancelledError):
-            await asyncio.to_thread(
-                self._service._cut_off, tool_context.session.id, call_id, tool.name, error
-            )
-        elif call_id is not None:
-            await asyncio.to_thread(
-                self._service._result,
-                tool_context.session.id,
-                call_id,
-                tool.name,
-                f"{type(error).__name__}: {error}",
-                True,
-            )
-
-    async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
-        # The run raised: its turn is closed here, as the reference loop
-        # closes one, so the next run on the session starts clean.
-        await asyncio.to_thread(
-            self._service._failed,
-            invocation_context.session.id,
-            error,
-            invocation_context.invocation_id,
-        )
-
-
-def _mode(agent: Any) -> str | None:
-    """An agent's `mode` as its string value (`chat`, `task`, `single_turn`)."""
-    mode = getattr(agent, "mode", None)
-    return str(getattr(mode, "value", mode)) if mode is not None else None
