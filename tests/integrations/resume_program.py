@@ -1,13 +1,16 @@
 """A real framework run driven the way an app drives it (LangGraph's `invoke`,
-`stream` or `astream`), which SIGKILLs its own process at a chosen point, and
-the documented resume after it.
+`stream` or `astream`; Pydantic AI's `run`, `run_stream` or `iter`), which
+SIGKILLs its own process at a chosen point, and the documented resume after it.
 
     python resume_program.py FRAMEWORK DRIVE MODE STORE SIDE [--parallel]
+    python resume_program.py FRAMEWORK doc STEP WORKDIR SIDE [--parallel]
 
-FRAMEWORK: langgraph. DRIVE: how the run is driven, the first run
+FRAMEWORK: langgraph | pydantic-ai. DRIVE: how the run is driven, the first run
 and the resume alike. MODE: `run` (killed where KILL_POINT says) or `resume`
 (the resume docs/integrations.md documents, then the same drive without new
-input). `charge` appends each real execution to the SIDE file (synced): the
+input). `doc` runs the block of docs/integrations.md marked
+`<!-- program: FRAMEWORK STEP -->` as written, in WORKDIR (killed inside
+`charge` when KILL_POINT=in_tool and KILL_AT=1 say so). `charge` appends each real execution to the SIDE file (synced): the
 ledger the tests count charges in. `resume` prints one JSON line: the final
 text; the calls, the results and whether the resume notice were in the
 model's first input; how many times the model was called; and the calls the
@@ -16,7 +19,7 @@ thread holds unanswered at the end.
 KILL_POINT (where the process dies, each a window between turnlog's record of a
 tool result, the framework's own save, and the next model call):
   in_tool                 inside `charge`, after its effect
-  after_result            the wrapper has recorded the tool's result
+  after_result            the wrapper has recorded the tool's result (LangGraph)
   after_tools_writes      LangGraph saved the tool node's writes, not its checkpoint
   after_tools_checkpoint  LangGraph's checkpoint holds the tool results
   in_model                the model is called with the tool results
@@ -231,7 +234,131 @@ def unanswered_calls(messages: list[Any]) -> list[str]:
     return out
 
 
+# -- Pydantic AI -----------------------------------------------------------------------
+
+
+def pydantic_agent(side: str, parallel: bool, seen: list[Any]) -> Any:
+    """An agent on a scripted model (streamed or not) that asks for the charges
+    until it sees a tool result, then answers FINAL; `seen` collects its inputs."""
+    from collections.abc import AsyncIterator
+
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    def answered(messages: list[Any]) -> bool:
+        return any(isinstance(p, ToolReturnPart) for m in messages for p in m.parts)
+
+    def respond(messages: list[Any], info: Any) -> ModelResponse:
+        seen.append(messages)
+        if answered(messages):
+            return ModelResponse(parts=[TextPart(FINAL)])
+        return ModelResponse(
+            parts=[
+                ToolCallPart("charge", {"amount": a}, tool_call_id=f"call_{len(seen)}_{a}")
+                for a in amounts(parallel)
+            ]
+        )
+
+    async def stream(messages: list[Any], info: Any) -> AsyncIterator[Any]:
+        seen.append(messages)
+        if answered(messages):
+            yield FINAL
+            return
+        for index, amount in enumerate(amounts(parallel)):
+            yield {
+                index: DeltaToolCall(
+                    name="charge",
+                    json_args=json.dumps({"amount": amount}),
+                    tool_call_id=f"call_{len(seen)}_{amount}",
+                )
+            }
+
+    agent = Agent(FunctionModel(respond, stream_function=stream))
+
+    @agent.tool_plain
+    def charge(amount: int) -> str:
+        record(side, amount)
+        return f"charged {amount}"
+
+    return agent
+
+
+def pydantic_report(final: str, seen: list[Any]) -> None:
+    first = seen[0] if seen else []
+    parts = [p for m in first for p in m.parts]
+    calls = [p.tool_call_id for p in parts if p.part_kind == "tool-call"]
+    outputs = [p.tool_call_id for p in parts if p.part_kind == "tool-return"]
+    report(final, calls, outputs, first, len(seen), [])
+
+
+def pydantic_ai(drive: str, mode: str, store: str, side: str, parallel: bool) -> None:
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    seen: list[Any] = []
+    agent = pydantic_agent(side, parallel, seen)
+
+    async def main() -> str:
+        revive = mode == "resume"
+        async with TurnlogCapability(store, SESSION, revive=revive) as cap:
+            text = None if revive else "charge the card"
+            history = cap.messages()
+            if drive == "run_stream":
+                async with agent.run_stream(
+                    text, message_history=history, capabilities=[cap]
+                ) as streamed:
+                    return str(await streamed.get_output())
+            if drive == "iter":
+                async with agent.iter(text, message_history=history, capabilities=[cap]) as run:
+                    async for _ in run:
+                        pass
+                assert run.result is not None
+                return str(run.result.output)
+            return str((await agent.run(text, message_history=history, capabilities=[cap])).output)
+
+    pydantic_report(asyncio.run(main()), seen)
+
+
+# -- docs/integrations.md's streaming blocks, run as written ------------------------------
+
+
+def doc(framework: str, step: str, workdir: str, side: str, parallel: bool) -> None:
+    """Run the doc's block `step` for `framework` (after LangGraph's `build`
+    block) in `workdir`, with the names the doc leaves to the reader."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import framework_program
+
+    os.makedirs(workdir, exist_ok=True)
+    os.chdir(workdir)
+    blocks = framework_program.doc_blocks(framework)
+    seen: list[Any] = []
+    namespace: dict[str, Any] = {"__name__": "__doc__"}
+    if framework == "langgraph":
+        namespace.update(framework_program.doc_fixtures(framework, side, parallel, seen))
+        framework_program.run_block(blocks["build"], namespace)
+    else:
+        namespace["agent"] = pydantic_agent(side, parallel, seen)
+    framework_program.run_block(blocks[step], namespace)
+    if framework != "langgraph":
+        pydantic_report(str(namespace["output"]), seen)
+        return
+    messages = namespace["out"]["messages"]
+    first = seen[0] if seen else []
+    report(
+        str(messages[-1].content),
+        [c["id"] for m in first for c in (getattr(m, "tool_calls", None) or [])],
+        [m.tool_call_id for m in first if getattr(m, "type", "") == "tool"],
+        first,
+        len(seen),
+        unanswered_calls(messages),
+    )
+
+
 if __name__ == "__main__":
     framework, drive, mode, store, side = sys.argv[1:6]
-    assert framework == "langgraph"
-    langgraph(drive, mode, store, os.path.abspath(side), "--parallel" in sys.argv)
+    parallel = "--parallel" in sys.argv
+    if drive == "doc":
+        doc(framework, mode, store, os.path.abspath(side), parallel)
+    else:
+        program = langgraph if framework == "langgraph" else pydantic_ai
+        program(drive, mode, store, os.path.abspath(side), parallel)
