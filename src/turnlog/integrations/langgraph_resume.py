@@ -69,6 +69,7 @@ class ThreadPosition:
 
 
 def thread_position(snapshot: Any, tools_node: str) -> ThreadPosition:
+    """Read the run's position from `graph.get_state(config)`'s snapshot."""
     messages = thread_messages(snapshot.values)
     last = messages[-1] if messages else None
     held = [
