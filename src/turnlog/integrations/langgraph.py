@@ -46,8 +46,18 @@ from turnlog.integrations import (
     tool_idempotency,
 )
 from turnlog.integrations.answered import RecordedAnswer, answer_before_dispatch
+from turnlog.integrations.langgraph_resume import (
+    INJECTED,
+    calls_of,
+    notice_message,
+    requested_ids,
+    resume_update,
+    thread_messages,
+    thread_position,
+    told,
+)
 from turnlog.stores import Store
-from turnlog.text import display_text, foreign_text
+from turnlog.text import foreign_text
 
 # Which thread messages the log already holds, by LangChain message id: a
 # message is recorded once, found by its id, never by comparing its text
@@ -59,29 +69,14 @@ _IDS_EVENT = "x_langgraph_ids"
 # the call again when it does. The thread shows neither.
 _INTERRUPT_EVENT = "x_langgraph_interrupt"
 _RESUME_EVENT = "x_langgraph_resume"
-# Marks the revival notice put into a thread, so the history check and the
-# recording of new messages know it came from turnlog.
-_INJECTED = "turnlog_injected"
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
-
-
-def _messages(state: Any) -> list[Any]:
-    if isinstance(state, dict):
-        return list(state.get("messages", []))
-    if isinstance(state, list):
-        return state
-    return list(getattr(state, "messages", []))
-
-
-def _calls(message: Any) -> list[dict[str, Any]]:
-    return list(getattr(message, "tool_calls", None) or [])
 
 
 def _asking(messages: Sequence[Any], call_id: str) -> tuple[int, Any]:
     """The newest message that asks for `call_id`, and its index (the end and
     None when the thread holds none)."""
     for index in range(len(messages) - 1, -1, -1):
-        if any(call.get("id") == call_id for call in _calls(messages[index])):
+        if any(call.get("id") == call_id for call in calls_of(messages[index])):
             return index, messages[index]
     return len(messages), None
 
@@ -97,7 +92,7 @@ def _shape(messages: Sequence[Any]) -> list[tuple[str, tuple[str, ...]]]:
     for message in messages:
         role = _ROLES.get(getattr(message, "type", ""), "user")
         if role == "assistant":
-            ids = tuple(str(call["id"]) for call in _calls(message))
+            ids = tuple(str(call["id"]) for call in calls_of(message))
         elif role == "tool":
             ids = (str(message.tool_call_id),)
         else:
@@ -193,7 +188,7 @@ class TurnlogToolWrapper:
             for m in messages[:upto]
             if getattr(m, "type", None) in ("human", "system")
             and not self._recorded(m)
-            and not (getattr(m, "additional_kwargs", None) or {}).get(_INJECTED)
+            and not (getattr(m, "additional_kwargs", None) or {}).get(INJECTED)
         ]
         for message in new:
             if message.type == "human":
@@ -219,7 +214,7 @@ class TurnlogToolWrapper:
                 c.call_id == call_id and c.requested and not c.answered for c in turn.calls
             ):
                 return  # asked for in this step (a parallel call recorded it)
-            messages = _messages(state)
+            messages = thread_messages(state)
             index, asking = _asking(messages, call_id)
             # The request the log holds, whose call an interrupt paused:
             # LangGraph runs it again now.
@@ -229,7 +224,7 @@ class TurnlogToolWrapper:
             # By id, so also a prompt of a run whose `finish` was not called.
             self._record_new_prompts(messages, index)
             begin_step(log)
-            asked = _calls(asking) or [{"id": call_id, "name": "tool"}]
+            asked = calls_of(asking) or [{"id": call_id, "name": "tool"}]
             if again:
                 # Asked for again are only the calls LangGraph runs again, not
                 # those of the step the log holds a final answer for.
@@ -278,7 +273,7 @@ class TurnlogToolWrapper:
         refuse_interrupted(log, how="call `tools.recover_thread(graph, config)`")
         call_id = str(request.tool_call["id"])
         name = request.tool_call.get("name")
-        messages = _messages(request.state)
+        messages = thread_messages(request.state)
         _, asking = _asking(messages, call_id)
         if not self._same_request(asking):
             return None
@@ -287,7 +282,7 @@ class TurnlogToolWrapper:
             notice = self._untold_notice(messages, asking, call_id) if answer else None
         if answer is None:
             return None
-        from langchain_core.messages import HumanMessage, ToolMessage
+        from langchain_core.messages import ToolMessage
 
         output = ToolMessage(
             content=answer.text,
@@ -302,16 +297,13 @@ class TurnlogToolWrapper:
         # The resume notice of `turnlog revive` (or a sweep that revived),
         # after the step's last result, as `recover_thread(revive=True)`
         # writes it: the model is told its process died.
-        told = HumanMessage(
-            content=display_text(notice.content), additional_kwargs={_INJECTED: "revival"}
-        )
-        return Command(update={"messages": [output, told]})
+        return Command(update={"messages": [output, notice_message(notice)]})
 
     def _untold_notice(self, messages: Sequence[Any], asking: Any, call_id: str) -> Any:
         """The log's resume notice the thread has not seen, for the last call of
         a step whose every call the log has answered; else None."""
-        calls = _calls(asking)
-        if not calls or str(calls[-1]["id"]) != call_id or _told(messages):
+        calls = calls_of(asking)
+        if not calls or str(calls[-1]["id"]) != call_id or told(messages):
             return None
         if any(self._settled(str(c["id"])) is None for c in calls):
             return None
@@ -407,9 +399,9 @@ class TurnlogToolWrapper:
         answer; then end the turn. A message already recorded (found by its
         id) is not recorded again; nothing is ever dropped for its text.
         """
-        messages = _messages(state)
+        messages = thread_messages(state)
         last = messages[-1] if messages else None
-        if last is None or getattr(last, "type", None) != "ai" or _calls(last):
+        if last is None or getattr(last, "type", None) != "ai" or calls_of(last):
             return
         log = self._live()
         with self._lock, log.lock:
@@ -428,23 +420,27 @@ class TurnlogToolWrapper:
     def recover_thread(
         self, graph: Any, config: dict[str, Any], *, revive: bool = False, tools_node: str = "tools"
     ) -> list[Any]:
-        """Recover (or revive) the session, then give the thread the tool node's
-        output it never wrote: one `ToolMessage` per call of the interrupted
-        step, under the original call ids, with the real result turnlog
-        recorded or recovery's synthetic one. The next step is the model.
+        """Recover (or revive) the session, then give the thread what the tool
+        node never wrote, as that node's output, so the next step is the model:
+        one `ToolMessage` per call of the interrupted step, under the original
+        call ids, with the real result turnlog recorded or recovery's synthetic
+        one; with `revive=True`, the revival notice after them. A crash after
+        the step's results reached the thread (saved as the node's writes or in
+        a checkpoint) and before the model answered is revived all the same:
+        the notice follows the results and the model runs next.
 
         Calls the thread asked for that never reached the wrapper (the crash
         hit after LangGraph saved the model's message, before the tool node
         ran) provably never started, since the wrapper writes a durable
         dispatch before every tool: they are recorded and answered
-        `tool_not_started`, in the log and in the thread. With `revive=True`
-        the revival notice follows the results. Returns the messages written.
+        `tool_not_started`, in the log and in the thread. Returns the messages
+        written.
         """
         snapshot = graph.get_state(config)
         update = self._recovery_update(snapshot, revive=revive, tools_node=tools_node)
-        if update is not None:
-            graph.update_state(config, {"messages": update[0]}, as_node=update[1])
-        return update[0] if update is not None else []
+        if update:
+            graph.update_state(config, {"messages": update}, as_node=tools_node)
+        return update
 
     async def arecover_thread(
         self, graph: Any, config: dict[str, Any], *, revive: bool = False, tools_node: str = "tools"
@@ -456,60 +452,35 @@ class TurnlogToolWrapper:
         update = await asyncio.to_thread(
             self._recovery_update, snapshot, revive=revive, tools_node=tools_node
         )
-        if update is not None:
-            await graph.aupdate_state(config, {"messages": update[0]}, as_node=update[1])
-        return update[0] if update is not None else []
+        if update:
+            await graph.aupdate_state(config, {"messages": update}, as_node=tools_node)
+        return update
 
-    def _recovery_update(
-        self, snapshot: Any, *, revive: bool, tools_node: str
-    ) -> tuple[list[Any], str | None] | None:
-        from langchain_core.messages import HumanMessage, ToolMessage
-
+    def _recovery_update(self, snapshot: Any, *, revive: bool, tools_node: str) -> list[Any]:
         from turnlog.ops.revival import revive as revive_log
 
-        messages = _messages(snapshot.values)
-        last = messages[-1] if messages else None
-        pending = _calls(last) if tools_node in (snapshot.next or ()) else []
+        thread = thread_position(snapshot, tools_node)
         log = self._live()
         with self._lock, log.lock:
             crashed = log.crashed
             if log.crashed:
                 log.recover()
-            known = _requested(log.messages)
-            unrecorded = [call for call in pending if str(call["id"]) not in known]
+            known = requested_ids(log.messages)
+            unrecorded = [call for call in thread.pending if str(call["id"]) not in known]
             if unrecorded:
-                self._settle_unstarted(messages, last, unrecorded)
-            if revive and (crashed or pending):
+                self._settle_unstarted(thread.messages, thread.messages[-1], unrecorded)
+            # Opening the wrapper already closed a crashed turn that owed
+            # nothing, so the log alone no longer says the run stopped: the
+            # thread does, when it stands between a tool step and the model.
+            if revive and (crashed or thread.mid_run):
                 revive_log(log)
             # The resume notice the thread has not seen yet: written just now,
             # or by `turnlog revive` before this program started.
-            told = log.messages[-1] if log.messages else None
+            last = log.messages[-1] if log.messages else None
             notice = None
-            if told is not None and told.injected == "revival" and not _told(messages):
-                notice = told
-            results = _results_by_call(log.messages)
-        out: list[Any] = []
-        for call in pending:
-            call_id = str(call["id"])
-            if call_id not in results:
-                continue
-            content, is_error = results[call_id]
-            out.append(
-                ToolMessage(
-                    content=content,
-                    tool_call_id=call_id,
-                    name=call.get("name"),
-                    status="error" if is_error else "success",
-                )
-            )
-        if notice is not None:
-            human = HumanMessage(
-                content=display_text(notice.content), additional_kwargs={_INJECTED: "revival"}
-            )
-            out.append(human)
-        if not out:
-            return None
-        return out, (tools_node if pending else None)
+            if last is not None and last.injected == "revival" and not told(thread.messages):
+                notice = last
+            return resume_update(thread, log.messages, notice)
 
     def _settle_unstarted(self, messages: Sequence[Any], asking: Any, calls: list[Any]) -> None:
         """Record the model's message whose calls never reached the wrapper, and
@@ -580,21 +551,3 @@ def recover_thread(
     open on the same session in this process."""
     with TurnlogToolWrapper(target, session_id, create=False) as tools:
         return tools.recover_thread(graph, config, revive=revive, tools_node=tools_node)
-
-
-def _told(messages: Sequence[Any]) -> bool:
-    """Whether the thread ends with the resume notice turnlog put into it."""
-    last = messages[-1] if messages else None
-    return bool((getattr(last, "additional_kwargs", None) or {}).get(_INJECTED))
-
-
-def _requested(messages: Sequence[Any]) -> set[str]:
-    return {call.id for message in messages for call in message.tool_calls}
-
-
-def _results_by_call(messages: Sequence[Any]) -> dict[str, tuple[str, bool]]:
-    out: dict[str, tuple[str, bool]] = {}
-    for message in messages:
-        if message.role == "tool" and message.call_id is not None:
-            out[message.call_id] = (display_text(message.content), message.is_error)
-    return out
