@@ -101,10 +101,10 @@ def test_a_streamed_run_repaired_from_a_shell_resumes_the_documented_way(
 ) -> None:
     """Killed inside the charge, repaired by `turnlog sweep` (or `recover`) from
     a shell, then resumed with the same stream: the shell answered the call,
-    and the model is handed that answer. A recovered session is no crashed
-    one, so Pydantic AI's `revive=True` tells the model nothing (recovering
-    is answering without the notice); LangGraph's `recover_thread(...,
-    revive=True)` finds the thread stopped mid-run and tells it."""
+    and the model is handed that answer, and told its process died: Pydantic
+    AI's `revive=True` revives a session recovered and not told, as `turnlog
+    revive` does; LangGraph's `recover_thread(..., revive=True)` finds the
+    thread stopped mid-run and tells it."""
     store, side = tmp_path / "store", tmp_path / "side"
     died = program(framework, drive, "run", str(store), str(side), KILL_POINT="in_tool")
     assert died.returncode == SIGKILLED, died.stderr
@@ -119,9 +119,8 @@ def test_a_streamed_run_repaired_from_a_shell_resumes_the_documented_way(
     assert turnlog.inspect(store, "run-1").status == "idle"
 
     seen = reported(program(framework, drive, "resume", str(store), str(side)))
-    told = framework == "langgraph"
-    resumed_once(seen, before, ledger(side), told=told)
-    finished_and_valid(str(store), "run-1", revivals=int(told))
+    resumed_once(seen, before, ledger(side), told=True)
+    finished_and_valid(str(store), "run-1", revivals=1)
 
 
 @pytest.mark.parametrize("drive", ["stream", "astream"])

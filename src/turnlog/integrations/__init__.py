@@ -122,13 +122,17 @@ def repair(log: Log, *, recover: bool = False, revive: bool = False) -> None:
     """Close a turn left open with nothing owed; recover or revive a crashed one
     when asked (see `acquire`)."""
     with log.lock:
-        if not log.crashed:
+        if not log.crashed and not revive:
             return
         if revive:
+            # Also for a session recovered already (by `turnlog recover` or a
+            # sweep) and not yet told: the model learns its process died, as
+            # `turnlog revive` tells it. A healthy session is left as it is.
             from turnlog.ops.revival import revive as revive_log
 
             revived = revive_log(log)
-            if not revived.revived and revived.reason in ("revival_cap", "revival_disabled"):
+            capped = revived.reason in ("revival_cap", "revival_disabled")
+            if not revived.revived and capped and log.crashed:
                 # The cap exists to stop a crash loop; a handle that falls back
                 # to recovery and runs on says so, or a loop goes unnoticed.
                 warnings.warn(

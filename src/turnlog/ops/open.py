@@ -58,7 +58,10 @@ def open(
         meta=meta,
         recover=recover and not revive,
     )
-    if log.crashed and revive:
+    # Also a session recovered already (by `turnlog recover` or a sweep) and
+    # not yet told is revived, as `turnlog revive` revives it; a healthy
+    # session is left as it is.
+    if revive:
         try:
             revive_log(log)
             if log.crashed:  # not revived (past the cap): recovery still closes the turn
