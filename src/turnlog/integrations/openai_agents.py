@@ -262,7 +262,7 @@ def _record(log: Log, view: SessionView, item: dict[str, Any]) -> int | None:
     if recorded is not None:
         return recorded
     owed = log.owed_calls()
-    if kind == "function_call":
+    if kind in _CALLS:
         call_id = str(item.get("call_id"))
         asked = view.recorded(f"call:{call_id}")
         if call_id in owed or asked is not None:
@@ -271,7 +271,7 @@ def _record(log: Log, view: SessionView, item: dict[str, Any]) -> int | None:
         event = log.assistant("", [_tool_call(item)])
         view.seq_of[f"call:{call_id}"] = event.seq
         return event.seq
-    if kind == "function_call_output" or (
+    if kind in _OUTPUTS or (
         # The output of a function call the SDK answered with its apply_patch
         # editor (see `_run_by_the_sdk`) is such an item; for a call the log
         # holds as a function call, it is that call's result.
@@ -359,8 +359,13 @@ def _reply(
 
 def _dispatch_tool(log: Log, shared: SessionView, dispatch: ev.ToolDispatch) -> None:
     """A tool's dispatch, unless `on_llm_end` dispatched the call ahead (one
-    it took for a call the SDK runs itself): one dispatch per call."""
+    it took for a call the SDK runs itself): one dispatch per call. A call
+    the open turn never asked for (a shell or computer action, which the log
+    keeps as an item, not a call) is not dispatched: the log claims nothing
+    about it."""
     with log.lock:
+        if not owed_here(log, dispatch.call_id):
+            return
         turn = log.open_turn
         if (
             dispatch.call_id in shared.ahead
@@ -372,6 +377,18 @@ def _dispatch_tool(log: Log, shared: SessionView, dispatch: ev.ToolDispatch) -> 
         ):
             return
         log.append(dispatch, sync=True)
+
+
+def _tool_ended(log: Log, shared: SessionView, result: ev.ToolResult) -> None:
+    """A tool's result, for a call the open turn dispatched (see `_dispatch_tool`)."""
+    with log.lock:
+        turn = log.open_turn
+        if turn is None or not any(
+            call.call_id == result.call_id and call.dispatch is not None and not call.answered
+            for call in turn.calls
+        ):
+            return
+        shared.seq_of[f"output:{result.call_id}"] = log.append(result).seq
 
 
 def _run_by_the_sdk(agent: Any, items: list[dict[str, Any]]) -> set[str]:
@@ -424,7 +441,22 @@ def _names_apply_patch(name: str, tool_name: str) -> bool:
     return candidate.startswith("apply_patch") or candidate == tool_name.strip().lower()
 
 
+# The calls of a reply that run here, as a function tool or a custom tool
+# (free-form input) runs, and their outputs. Other items naming a call (a
+# hosted tool's, which runs at the provider, or a shell or computer action)
+# are kept as the SDK saved them, and are not dispatched.
+_CALLS = frozenset({"function_call", "custom_tool_call"})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
 def _tool_call(item: dict[str, Any]) -> ToolCall:
+    if item.get("type") == "custom_tool_call":
+        return ToolCall(
+            id=str(item.get("call_id")),
+            name=str(item.get("name")),
+            arguments={"input": item.get("input")},
+            extra={"item_id": item["id"]} if isinstance(item.get("id"), str) else None,
+        )
     raw = item.get("arguments")
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else (raw or {})
@@ -466,7 +498,7 @@ class TurnlogHooks(RunHooks[Any]):
             if isinstance(item.get("id"), str):
                 item_ids.append(item["id"])
             kind = item.get("type")
-            if kind == "function_call":
+            if kind in _CALLS:
                 calls.append(_tool_call(item))
                 asked.append(item)
             elif kind == "reasoning":
@@ -535,10 +567,9 @@ class TurnlogHooks(RunHooks[Any]):
         call_id = getattr(context, "tool_call_id", None)
         if call_id is not None:
             name = getattr(tool, "name", None)
-            result_event = await self._log.append(
-                ev.ToolResult(call_id=call_id, name=name, content=str(result))
-            )
-            self._session._shared.seq_of[f"output:{call_id}"] = result_event.seq
+            answer = ev.ToolResult(call_id=call_id, name=name, content=str(result))
+            shared = self._session._shared
+            await self._log.call_light(_tool_ended, self._log.log, shared, answer)
         for other in self._others:
             await other.on_tool_end(context, agent, tool, result)
 
