@@ -65,3 +65,25 @@ def test_the_default_settings_are_the_sdks_default(tmp_path: Path) -> None:
             return session.session_settings
 
     assert asyncio.run(main()) == SessionSettings()
+
+
+def test_close_is_awaitable_and_also_done_when_called_plainly(tmp_path: Path) -> None:
+    """`SQLiteSession.close()` is a plain call; TurnlogSession's close works both
+    ways (and `asyncio.run(session.close())`), with no warning of a coroutine
+    never awaited, and releases the session for the next handle."""
+    import warnings
+
+    from turnlog.integrations.openai_agents import TurnlogSession
+
+    async def main() -> None:
+        plain = TurnlogSession(tmp_path, "s")
+        await plain.add_items([{"role": "user", "content": "hi"}])
+        plain.close()
+        awaited = TurnlogSession(tmp_path, "s")
+        assert await awaited.get_items() == [{"role": "user", "content": "hi"}]
+        await awaited.close()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        asyncio.run(main())
+        asyncio.run(TurnlogSession(tmp_path, "s").close())

@@ -290,11 +290,16 @@ class AsyncLog:
         session's lock for the rest of the process. A second close waits for
         the first.
         """
+        await asyncio.shield(asyncio.wrap_future(self.start_close()))
+
+    def start_close(self) -> Future[None]:
+        """Queue the close (see `close`) without waiting for it, for a caller
+        that cannot await; the future is done once the log is released."""
         closing = self._closing
         if closing is None:
             closing = self._closing = self._executor.submit(self._release, self.log)
             self._executor.shutdown(wait=False)
-        await asyncio.shield(asyncio.wrap_future(closing))
+        return closing
 
     async def __aenter__(self) -> AsyncLog:
         return self

@@ -14,9 +14,11 @@ hands the SDK the call with its synthetic output under the same id.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Coroutine, Generator, Mapping
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
@@ -107,6 +109,7 @@ class TurnlogSession:
             release(log)
             raise
         self._closed = False
+        self._closing: Future[None] | None = None
         self._log = AsyncLog(log, release=release)
         self.session_id = self._log.session_id
         self.hooks = TurnlogHooks(self)
@@ -181,11 +184,14 @@ class TurnlogSession:
         body), then each of yours, in order."""
         return TurnlogHooks(self, *others)
 
-    async def close(self) -> None:
-        """Release the session (the last handle in the process closes it). Idempotent."""
+    def close(self) -> Closing:
+        """Release the session (the last handle in the process closes it).
+        Idempotent. `await session.close()` waits for it; a plain
+        `session.close()`, as `SQLiteSession.close()` is called, starts it."""
         if not self._closed:
             self._closed = True
-            await self._log.close()
+            self._closing = self._log.start_close()
+        return Closing(self._closing)
 
     async def __aenter__(self) -> TurnlogSession:
         return self
@@ -309,7 +315,10 @@ def _say(log: Log, view: SessionView, item: dict[str, Any]) -> int:
     (an exception no hook saw, or a run without the hooks, whose turn ends
     only at its final answer): it is closed first as a run that raised is
     (`fail_run`), so the new words start a turn of their own."""
-    if log.turn_open:
+    turn = log.open_turn
+    if turn is not None and not _said_since(log, turn.seq):
+        pass  # the run's own input, saved after its first model call began
+    elif turn is not None:
         fail_run(log, RunEndedUnseen("the run ended without its final answer being saved"))
         view.run = None
     text = foreign_text(item.get("content"))
@@ -321,12 +330,18 @@ def _say(log: Log, view: SessionView, item: dict[str, Any]) -> int:
     return log.append(said).seq
 
 
+def _said_since(log: Log, seq: int) -> bool:
+    """Whether the log holds a message written after `seq`."""
+    last = log.last_message()
+    return last is not None and last.seq > seq
+
+
 class RunEndedUnseen(Exception):
     """What closes a turn an earlier run left open: the run ended (it raised,
     or was cancelled) where no hook of the SDK could see it."""
 
 
-def _begin_step(log: Log, shared: SessionView, context: Any) -> None:
+def _begin_step(log: Log, shared: SessionView, context: Any, agent: Any) -> None:
     """A model call of the run `context`. A turn another run left open (it
     ended unseen, and this run saved no input, which would have closed it) is
     closed first, as `_say` closes it, before anything of this run lands in it."""
@@ -335,7 +350,11 @@ def _begin_step(log: Log, shared: SessionView, context: Any) -> None:
             fail_run(log, RunEndedUnseen("the run ended without its final answer being saved"))
         if not log.turn_open:
             shared.run = context
-        begin_step(log)
+        _answer_handoffs(log, shared, agent)
+        turn = log.open_turn
+        # A call of the step before that the SDK answers only in its saved
+        # items (an apply_patch edit): the step stays open until then.
+        begin_step(log, open_step=turn is None or not turn.owed)
 
 
 def _reply(
@@ -391,7 +410,7 @@ def _tool_ended(log: Log, shared: SessionView, result: ev.ToolResult) -> None:
         shared.seq_of[f"output:{result.call_id}"] = log.append(result).seq
 
 
-def _run_by_the_sdk(agent: Any, items: list[dict[str, Any]]) -> set[str]:
+def _run_by_the_sdk(agent: Any, items: list[dict[str, Any]]) -> dict[str, str]:
     """The call ids of a reply's function calls that the SDK runs with no
     `on_tool_start` naming their call id before it.
 
@@ -421,18 +440,45 @@ def _run_by_the_sdk(agent: Any, items: list[dict[str, Any]]) -> set[str]:
     tools = list(getattr(agent, "tools", None) or ())
     functions = {tool.name for tool in tools if isinstance(tool, FunctionTool)}
     patch = next((tool for tool in tools if isinstance(tool, ApplyPatchTool)), None)
-    out: set[str] = set()
+    out: dict[str, str] = {}
     handed_off = False
     for item in items:
         name, namespace = str(item.get("name") or ""), item.get("namespace")
         bare = not (isinstance(namespace, str) and namespace)
         if bare and name in handoffs:
-            if not handed_off:
-                out.add(str(item.get("call_id")))
+            out[str(item.get("call_id"))] = IGNORED_HANDOFF if handed_off else HANDOFF
             handed_off = True
         elif patch is not None and name not in functions and _names_apply_patch(name, patch.name):
-            out.add(str(item.get("call_id")))
+            out[str(item.get("call_id"))] = "apply_patch"
     return out
+
+
+HANDOFF, IGNORED_HANDOFF = "handoff", "ignored_handoff"
+# What the SDK answers a handoff it ignores (only a reply's first one runs).
+_IGNORED_HANDOFF_TEXT = "Multiple handoffs detected, ignoring this one."
+
+
+def _answer_handoffs(log: Log, shared: SessionView, agent: Any) -> None:
+    """Answer the handoffs of the step before, as the SDK answers them, when
+    the agent handed to makes its first model call: the SDK saves its answers
+    with the run's items later, and a step's calls are answered before the
+    next step starts (the saved answer then finds the call answered)."""
+    turn = log.open_turn
+    if turn is None or not shared.handoffs:
+        return
+    for call in turn.calls:
+        kind = shared.handoffs.get(call.call_id)
+        if kind is None or call.answered or not call.requested:
+            continue
+        text = (
+            json.dumps({"assistant": getattr(agent, "name", None)})
+            if kind == HANDOFF
+            else _IGNORED_HANDOFF_TEXT
+        )
+        answer = ev.ToolResult(call_id=call.call_id, name=call.name, content=text)
+        seq = log.append(answer, allow_undispatched=kind == IGNORED_HANDOFF).seq
+        shared.seq_of[f"output:{call.call_id}"] = seq
+        del shared.handoffs[call.call_id]
 
 
 def _names_apply_patch(name: str, tool_name: str) -> bool:
@@ -468,6 +514,38 @@ def _tool_call(item: dict[str, Any]) -> ToolCall:
     )
 
 
+class Closing(Coroutine[Any, Any, None]):
+    """What `TurnlogSession.close` returns: the close is under way already;
+    await it (or `asyncio.run` it) to wait for it, or drop it, as a plain
+    `session.close()` does, with no warning of a coroutine never awaited."""
+
+    def __init__(self, closing: Future[None] | None) -> None:
+        self._closing = closing
+        self._waiting: Generator[Any, None, None] | None = None
+
+    async def _wait(self) -> None:
+        if self._closing is not None:
+            await asyncio.shield(asyncio.wrap_future(self._closing))
+
+    def _steps(self) -> Generator[Any, None, None]:
+        if self._waiting is None:
+            self._waiting = self._wait().__await__()
+        return self._waiting
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._steps()
+
+    def send(self, value: Any) -> Any:
+        return self._steps().send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._steps().throw(*args)
+
+    def close(self) -> None:
+        if self._waiting is not None:
+            self._waiting.close()
+
+
 class TurnlogHooks(RunHooks[Any]):
     """Writes ahead of the SDK: the reply when the model returns, a durable
     dispatch before each tool body, the result after it. Hooks passed after
@@ -484,7 +562,9 @@ class TurnlogHooks(RunHooks[Any]):
     async def on_llm_start(
         self, context: Any, agent: Any, system_prompt: Any, input_items: Any
     ) -> None:
-        await self._log.call_light(_begin_step, self._log.log, self._session._shared, context)
+        await self._log.call_light(
+            _begin_step, self._log.log, self._session._shared, context, agent
+        )
         for other in self._others:
             await other.on_llm_start(context, agent, system_prompt, input_items)
 
@@ -513,6 +593,11 @@ class TurnlogHooks(RunHooks[Any]):
                     }
                 )
         run_by_the_sdk = _run_by_the_sdk(agent, asked)
+        self._session._shared.handoffs.update(
+            (call_id, kind)
+            for call_id, kind in run_by_the_sdk.items()
+            if kind in (HANDOFF, IGNORED_HANDOFF)
+        )
         ahead = [
             AheadCall(
                 call_id=call.id,
@@ -520,7 +605,7 @@ class TurnlogHooks(RunHooks[Any]):
                 idempotency=tool_idempotency(call.name, self._session._idempotency),
             )
             for call in calls
-            if call.id in run_by_the_sdk
+            if run_by_the_sdk.get(call.id) in (HANDOFF, "apply_patch")
         ]
         shared = self._session._shared
         await self._log.call_light(_reply, self._log.log, shared, parts, calls, ahead, item_ids)

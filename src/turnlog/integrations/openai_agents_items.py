@@ -61,8 +61,11 @@ class SessionView:
     # The run (its context object, the same through one `Runner.run`) whose
     # turn the hooks opened: another run's model call must not land in it.
     run: Any = None
-    # The calls `on_llm_end` dispatched ahead, as ones the SDK runs itself.
+    # The calls `on_llm_end` dispatched ahead, as ones the SDK runs itself,
+    # and the handoffs among a reply's calls (the first runs, the SDK ignores
+    # the others), answered when the next model call starts.
     ahead: set[str] = field(default_factory=set)
+    handoffs: dict[str, str] = field(default_factory=dict)
     # Whether the events written before this process opened the session are read.
     loaded: bool = False
 
