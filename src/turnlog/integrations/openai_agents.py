@@ -22,7 +22,6 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
-import msgspec
 from agents import RunHooks
 from agents.items import ModelResponse
 from agents.memory.session_settings import (
@@ -52,11 +51,10 @@ from turnlog.integrations.answered import owed_here, recorded_answer, refuse_ans
 from turnlog.integrations.openai_agents_items import (
     CLEAR_EVENT,
     HIDE_EVENT,
-    SAVED_EVENT,
-    SavedBatch,
     SessionView,
     visible_items,
 )
+from turnlog.integrations.openai_agents_saving import CALLS, RunEndedUnseen, save, tool_call
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
 from turnlog.text import foreign_text
@@ -150,7 +148,7 @@ class TurnlogSession:
         returns), and each as a transcript message unless the hooks recorded it."""
         if not self._shared.loaded:
             await self.log.call(self._shared.load, self.log.log)
-        await self.log.call_light(_save, self.log.log, self._shared, [_data(raw) for raw in items])
+        await self.log.call_light(save, self.log.log, self._shared, [_data(raw) for raw in items])
 
     async def pop_item(self) -> Any | None:
         """Hide the newest item and return it. Appends an event that hides it;
@@ -216,129 +214,6 @@ _ANSWERED_HOW = (
     'new input (`Runner.run(agent, "continue", session=session)`) and the model decides '
     "whether to ask for it again; a RunState saved before the answer would run it twice"
 )
-
-
-def _save(log: Log, view: SessionView, items: list[dict[str, Any]]) -> None:
-    """One `add_items` call: each item as a transcript message (unless the
-    hooks recorded it), then the items as given, naming the messages they
-    stand for. Items recorded before a refusal are saved before it is raised,
-    so nothing the log holds is lost to `get_items`."""
-    with log.lock:
-        covers: list[int] = []
-        saved = 0
-        try:
-            for item in items:
-                seq = _record(log, view, item)
-                saved += 1
-                if seq is not None:
-                    covers.append(seq)
-        finally:
-            if saved:
-                kept = items[:saved]
-                event = log.append(
-                    ev.Custom(type=SAVED_EVENT, fields={"items": kept, "covers": covers})
-                )
-                view.saved.append(
-                    SavedBatch(event.seq, msgspec.json.encode(kept), frozenset(covers))
-                )
-        if view.run is None and _answers(items):
-            # Without the hooks no `on_agent_end` ends the run's turn: the
-            # SDK saving a final answer with nothing owed does.
-            end_turn(log)
-
-
-def _answers(items: list[dict[str, Any]]) -> bool:
-    """Whether a batch ends with the model's words (not a call, not reasoning)."""
-    last = items[-1] if items else None
-    return (
-        last is not None
-        and last.get("role") == "assistant"
-        and last.get("type", "message") == "message"
-    )
-
-
-def _record(log: Log, view: SessionView, item: dict[str, Any]) -> int | None:
-    """The seq of the transcript message `item` is, written now unless the
-    hooks (or recovery) wrote it; None for an item turnlog keeps only as saved
-    (a hosted tool's item, say)."""
-    kind = item.get("type", "message" if "role" in item else None)
-    if kind == "message" and item.get("role") in ("user", "system", "developer"):
-        return _say(log, view, item)
-    recorded = view.recorded(f"item:{item['id']}") if isinstance(item.get("id"), str) else None
-    if recorded is not None:
-        return recorded
-    owed = log.owed_calls()
-    if kind in _CALLS:
-        call_id = str(item.get("call_id"))
-        asked = view.recorded(f"call:{call_id}")
-        if call_id in owed or asked is not None:
-            return asked
-        begin_step(log, open_step=False)
-        event = log.assistant("", [_tool_call(item)])
-        view.seq_of[f"call:{call_id}"] = event.seq
-        return event.seq
-    if kind in _OUTPUTS or (
-        # The output of a function call the SDK answered with its apply_patch
-        # editor (see `_run_by_the_sdk`) is such an item; for a call the log
-        # holds as a function call, it is that call's result.
-        str(kind).endswith("_call_output") and str(item.get("call_id")) in owed
-    ):
-        call_id = str(item.get("call_id"))
-        if call_id not in owed:
-            return view.recorded(f"output:{call_id}")  # the hooks or recovery answered it
-        # A handoff's transfer message, the editor's output, or the SDK's own
-        # words for a call it did not run: dispatched ahead when the SDK ran
-        # it, else recorded without a dispatch (it never started).
-        result = log.append(
-            ev.ToolResult(
-                call_id=call_id,
-                name=owed[call_id],
-                content=foreign_text(item.get("output")) or str(item.get("output")),
-                is_error=item.get("status") == "failed",
-            ),
-            allow_undispatched=True,
-        )
-        view.seq_of[f"output:{call_id}"] = result.seq
-        return result.seq
-    if kind == "message" and item.get("role") == "assistant":
-        begin_step(log, open_step=False)
-        return log.assistant([{"type": "text", "text": foreign_text(item.get("content"))}]).seq
-    if kind == "reasoning":
-        begin_step(log, open_step=False)
-        return log.assistant([item]).seq
-    return None
-
-
-def _say(log: Log, view: SessionView, item: dict[str, Any]) -> int:
-    """A run's input. The SDK saves it before the run's first model call, so
-    a turn open now was left by an earlier run this process saw end unseen
-    (an exception no hook saw, or a run without the hooks, whose turn ends
-    only at its final answer): it is closed first as a run that raised is
-    (`fail_run`), so the new words start a turn of their own."""
-    turn = log.open_turn
-    if turn is not None and not _said_since(log, turn.seq):
-        pass  # the run's own input, saved after its first model call began
-    elif turn is not None:
-        fail_run(log, RunEndedUnseen("the run ended without its final answer being saved"))
-        view.run = None
-    text = foreign_text(item.get("content"))
-    said: ev.UserMessage | ev.SystemMessage = (
-        ev.UserMessage(content=text)
-        if item.get("role") == "user"
-        else ev.SystemMessage(content=text)
-    )
-    return log.append(said).seq
-
-
-def _said_since(log: Log, seq: int) -> bool:
-    """Whether the log holds a message written after `seq`."""
-    last = log.last_message()
-    return last is not None and last.seq > seq
-
-
-class RunEndedUnseen(Exception):
-    """What closes a turn an earlier run left open: the run ended (it raised,
-    or was cancelled) where no hook of the SDK could see it."""
 
 
 def _begin_step(log: Log, shared: SessionView, context: Any, agent: Any) -> None:
@@ -487,33 +362,6 @@ def _names_apply_patch(name: str, tool_name: str) -> bool:
     return candidate.startswith("apply_patch") or candidate == tool_name.strip().lower()
 
 
-# The calls of a reply that run here, as a function tool or a custom tool
-# (free-form input) runs, and their outputs. Other items naming a call (a
-# hosted tool's, which runs at the provider, or a shell or computer action)
-# are kept as the SDK saved them, and are not dispatched.
-_CALLS = frozenset({"function_call", "custom_tool_call"})
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
-
-
-def _tool_call(item: dict[str, Any]) -> ToolCall:
-    if item.get("type") == "custom_tool_call":
-        return ToolCall(
-            id=str(item.get("call_id")),
-            name=str(item.get("name")),
-            arguments={"input": item.get("input")},
-            extra={"item_id": item["id"]} if isinstance(item.get("id"), str) else None,
-        )
-    raw = item.get("arguments")
-    try:
-        arguments = json.loads(raw) if isinstance(raw, str) else (raw or {})
-    except ValueError:
-        arguments = {"raw": raw}
-    extra = {"item_id": item["id"]} if isinstance(item.get("id"), str) else None
-    return ToolCall(
-        id=str(item.get("call_id")), name=str(item.get("name")), arguments=arguments, extra=extra
-    )
-
-
 class Closing(Coroutine[Any, Any, None]):
     """What `TurnlogSession.close` returns: the close is under way already;
     await it (or `asyncio.run` it) to wait for it, or drop it, as a plain
@@ -578,8 +426,8 @@ class TurnlogHooks(RunHooks[Any]):
             if isinstance(item.get("id"), str):
                 item_ids.append(item["id"])
             kind = item.get("type")
-            if kind in _CALLS:
-                calls.append(_tool_call(item))
+            if kind in CALLS:
+                calls.append(tool_call(item))
                 asked.append(item)
             elif kind == "reasoning":
                 parts.append(item)
