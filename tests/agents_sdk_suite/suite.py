@@ -11,6 +11,8 @@ for the TurnlogSession runs.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.metadata
 import json
 import os
@@ -20,6 +22,7 @@ import sys
 import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +41,23 @@ class SuiteUnavailable(Exception):
     """The release's source package could not be fetched (no registry here)."""
 
 
+@contextlib.contextmanager
+def _alone() -> Iterator[None]:
+    """One process at a time fetches, unpacks and selects (the test workers
+    of one run share the cache)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def release() -> Path:
     """The unpacked source package of the installed release, fetched once."""
+    with _alone():
+        return _release()
+
+
+def _release() -> Path:
     root = CACHE / f"openai_agents-{VERSION}"
     if (root / "tests").is_dir():
         return root
@@ -168,6 +186,11 @@ def _outcomes(junit: Path) -> dict[str, Outcome]:
 def selection(root: Path) -> list[str]:
     """The cases that build a session and pass on the SDK's own sessions,
     found once per release and kept beside it."""
+    with _alone():
+        return _selection(root)
+
+
+def _selection(root: Path) -> list[str]:
     kept = CACHE / "selection.json"
     if kept.exists():
         cases: list[str] = json.loads(kept.read_text())
