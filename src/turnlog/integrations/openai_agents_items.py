@@ -69,10 +69,6 @@ class SessionView:
     # Whether the events written before this process opened the session are read.
     loaded: bool = False
 
-    @property
-    def item_ids(self) -> set[str]:
-        return {key[5:] for key in self.seq_of if key.startswith("item:")}
-
     def recorded(self, key: str) -> int | None:
         return self.seq_of.get(key)
 
