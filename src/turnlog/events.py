@@ -47,6 +47,12 @@ class Origin(enum.StrEnum):
     # Written by a live loop when a background subagent's report reaches its
     # parent, or when the child is known lost.
     BACKGROUND = "background"
+    # Written by a live writer acting on a person's (or a system's) decision
+    # about a paused call: the result of a rejected call (A1).
+    DECISION = "decision"
+    # Written when a pause's deadline (or a sweep's maximum age) passed with
+    # no decision: the call is settled as not run (A2).
+    EXPIRY = "expiry"
     # In-memory patches of a transcript; never written to a log.
     PATCH = "patch"
 
@@ -67,6 +73,30 @@ class TurnEndReason(enum.StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     # Written only by recovery.
     INTERRUPTED = "interrupted"
+    # Every call the turn paused for was settled by its pause's expiry.
+    EXPIRED = "expired"
+
+
+class PauseKind(enum.StrEnum):
+    """What a paused call waits for."""
+
+    # A person's approval before the call runs.
+    APPROVAL = "approval"
+    # A result an outside system delivers later: the call is not run here.
+    EXTERNAL = "external"
+    # A human's answer, delivered as the call's result.
+    INPUT = "input"
+
+
+class Decision(enum.StrEnum):
+    """What was decided about a paused call."""
+
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    # The awaited result arrived (an `external` or `input` call).
+    DELIVERED = "delivered"
+    # No decision came before the pause's deadline.
+    EXPIRED = "expired"
 
 
 class Idempotency(enum.StrEnum):
@@ -242,6 +272,35 @@ class ToolDispatch(_Data):
     background: bool = False
 
 
+class ToolPaused(_Data):
+    """A call of the open turn waits, on purpose, for a decision (`kind`).
+
+    Written by the live writer before it stops; the pause's start is the
+    event's `ts`. While a call waits, nothing repairs it: it is not owed to
+    recovery, and a turn whose only unanswered calls wait is paused, not crashed.
+    """
+
+    TYPE = "tool_paused"
+    call_id: str
+    name: str | None = None
+    kind: str = PauseKind.APPROVAL
+    # When the decision is due (ISO 8601, UTC); past it the pause expires (A2).
+    until: str | None = None
+    # What the person deciding is asked, for the tools that show pauses.
+    prompt: str | None = None
+
+
+class ToolDecision(_Data):
+    """A decision about a paused call, recorded before it is acted on."""
+
+    TYPE = "tool_decision"
+    call_id: str
+    decision: str
+    # Who decided (a person, a service, `turnlog sweep`), as the caller names them.
+    by: str | None = None
+    reason: str | None = None
+
+
 class Compaction(_Data):
     TYPE = "compaction"
     through_seq: int
@@ -297,6 +356,8 @@ EventData: TypeAlias = (
     | StepStart
     | StepEnd
     | ToolDispatch
+    | ToolPaused
+    | ToolDecision
     | Compaction
     | RunRevived
     | SubagentSpawned
@@ -319,6 +380,8 @@ VOCABULARY: Final[Mapping[str, type[_Data]]] = {
         StepStart,
         StepEnd,
         ToolDispatch,
+        ToolPaused,
+        ToolDecision,
         Compaction,
         RunRevived,
         SubagentSpawned,

@@ -19,6 +19,7 @@ from turnlog.text import display_text
 STATUS_STYLE = {
     "running": "bold cyan",
     "interrupted": "bold red",
+    "paused": "bold yellow",
     "idle": "yellow",
     "finished": "green",
     "empty": "dim",
@@ -80,6 +81,22 @@ def render_inspection(console: Console, found: Inspection) -> None:
                 Text(call.risk, style=RISK_STYLE.get(call.risk, "")),
                 call.rule,
                 RISK_WORDS.get(call.risk, ""),
+            )
+        console.print(table)
+    if found.awaiting:
+        console.print()
+        table = make_table(
+            console, "paused call", "tool", "waits for", "since", "until", "decision"
+        )
+        for one in found.awaiting:
+            decision = f"{one.decision} by {one.by}" if one.by else (one.decision or "none yet")
+            table.add_row(
+                one.call_id,
+                one.name or "?",
+                one.kind,
+                one.since or "?",
+                one.until or "",
+                decision,
             )
         console.print(table)
     for problem in found.problems:
@@ -154,12 +171,28 @@ def _event_line(event: Event, *, full: bool = False) -> Text:
         elif data.is_error:
             line.append("error ", style="red")
         line.append(cut(display_text(data.content), 56), style="dim")
+    elif isinstance(data, ev.ToolPaused):
+        line.append("PAUSED     ", style="bold yellow")
+        line.append(f"{data.name}({data.call_id}) waits for {data.kind}")
+        if data.until:
+            line.append(f" until {data.until}", style="dim")
+        if data.prompt:
+            line.append(f"  {cut(data.prompt, 40)}", style="dim")
+    elif isinstance(data, ev.ToolDecision):
+        line.append("decision   ", style="bold yellow")
+        line.append(f"{data.call_id} {data.decision}")
+        if data.by:
+            line.append(f" by {data.by}")
+        if data.reason:
+            line.append(f": {cut(data.reason, 40)}", style="dim")
     elif isinstance(data, ev.TurnStart):
         line.append(f"turn {data.turn if data.turn is not None else '?'} start", style="bold")
     elif isinstance(data, ev.TurnEnd):
-        style = {"interrupted": "bold red", "budget_exhausted": "bold yellow"}.get(
-            data.reason, "bold"
-        )
+        style = {
+            "interrupted": "bold red",
+            "budget_exhausted": "bold yellow",
+            "expired": "bold yellow",
+        }.get(data.reason, "bold")
         line.append(
             f"turn {data.turn if data.turn is not None else '?'} end: {data.reason}", style=style
         )
@@ -214,7 +247,9 @@ def render_sessions(console: Console, rows: Sequence[dict[str, Any]]) -> None:
     if not rows:
         console.print("no sessions")
         return
-    table = make_table(console, "session", "status", "turns", "events", "last activity", "owed")
+    table = make_table(
+        console, "session", "status", "turns", "events", "last activity", "owed", "awaiting"
+    )
     for row in rows:
         table.add_row(
             str(row["session_id"]),
@@ -223,5 +258,6 @@ def render_sessions(console: Console, rows: Sequence[dict[str, Any]]) -> None:
             str(row["events"]),
             row["last_activity"] or "",
             str(row["owed_calls"]),
+            str(row.get("awaiting", 0)),
         )
     console.print(table)

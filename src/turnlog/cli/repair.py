@@ -56,6 +56,7 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
                 "torn_tail": _to_builtins(torn),
                 "warnings": list(repairs.warnings),
                 "reports_owed": list(recovery.reports_owed),
+                "awaiting": [_to_builtins(one) for one in recovery.awaiting],
             }
         )
         return
@@ -66,8 +67,16 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
         from turnlog.cli.render import render_events
 
         render_events(console, repairs.events, title="appended")
-    else:
+    elif not recovery.awaiting:
         console.print("nothing to recover: no open turn")
+    if recovery.awaiting:
+        from turnlog.core.pauses import describe_pause
+
+        # A pause is not a crash: left as it is, and said why.
+        console.print(
+            f"nothing to recover for the pause: {describe_pause(recovery.awaiting)}; "
+            "decide with `turnlog approve` / `turnlog reject`, then resume the run"
+        )
     if recovery.reports_owed:
         console.print(
             f"reports still owed by background subagents: {', '.join(recovery.reports_owed)}; "
@@ -136,6 +145,11 @@ def revive_command(
         _print_node(console, node, revival.appended)
         if node["next"]:
             console.print(f"next: {node['next']}")
+    if revival.reason == "paused":
+        # Not a failure: a paused run is left to its decisions, on purpose.
+        if not as_json:
+            click.echo(f"not revived: {revival.hint}")
+        return
     if not revival.revived:
         _not_revived(node, as_json=as_json)
 
@@ -247,6 +261,15 @@ def _not_revived(node: dict[str, Any], *, as_json: bool) -> NoReturn:
     help="Only sessions whose last event is at least this old.",
 )
 @click.option("--revive", is_flag=True, help="Revive each recovered session, within the cap.")
+@click.option(
+    "--paused-max-age",
+    "paused_max_age_s",
+    type=Seconds(example="604800"),
+    default=None,
+    metavar="SECONDS",
+    help="Settle pauses waiting longer than this as not run (A2); without it a pause "
+    "expires only at its own deadline.",
+)
 @max_revivals_option("The revival cap for --revive.")
 @json_option
 @_reports_errors
@@ -255,6 +278,7 @@ def sweep_command(
     store_url: str | None,
     older_than_s: float,
     revive: bool,
+    paused_max_age_s: float | None,
     max_revivals: int,
     as_json: bool,
 ) -> None:
@@ -263,7 +287,9 @@ def sweep_command(
 
     Safe to run from many processes or machines at once: each session is
     repaired under its writer lock, once. Lists what this sweeper did and what
-    it skipped (running, corrupt, too recent), and why.
+    it skipped (running, corrupt, too recent, paused), and why. A paused
+    session is left as it is; only its pauses past their deadline (or
+    --paused-max-age) are settled, as not run.
     """
     from turnlog.ops.sweep import sweep
 
@@ -280,6 +306,7 @@ def sweep_command(
         revive=revive,
         max_revivals=max_revivals,
         progress=lambda ids: _progress(console, ids, "sweeping", as_json=as_json),
+        paused_max_age_s=paused_max_age_s,
     )
     # A cron sweeper must not report success for a repair that failed.
     failed = sum(item.action == "failed" for item in done)

@@ -38,12 +38,28 @@ from turnlog.stores import existing_store, resolve_session
     default=None,
     help="Start after this session id (the last id of the previous page).",
 )
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(
+        ["running", "interrupted", "paused", "idle", "finished", "empty", "corrupt", "unreadable"]
+    ),
+    help="Only sessions in this status (repeat for several), such as --status paused.",
+)
 @json_option
 @_reports_errors
-def ls_command(store_url: str | None, limit: int | None, after: str | None, as_json: bool) -> None:
-    """List sessions: status, turns, events, last activity, owed calls.
+def ls_command(
+    store_url: str | None,
+    limit: int | None,
+    after: str | None,
+    statuses: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """List sessions: status, turns, events, last activity, owed and awaited calls.
 
-    Sessions come in id order; --limit and --after page through a large store.
+    Sessions come in id order; --limit and --after page through a large store
+    (with --status, a page counts the sessions read, not those listed).
     """
     from turnlog.ops.inspection import inspect
 
@@ -65,7 +81,10 @@ def ls_command(store_url: str | None, limit: int | None, after: str | None, as_j
             "events": found.events,
             "last_activity": found.last_activity,
             "owed_calls": len(found.owed_calls),
+            "awaiting": len(found.awaiting),
         }
+        if statuses and found.status not in statuses:
+            continue
         if found.status in ("corrupt", "unreadable") and found.problems:
             row["problem"] = found.problems[0].message
             flagged.append((session_id, found.problems[0].message))

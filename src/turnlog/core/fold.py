@@ -40,6 +40,8 @@ _SYNTHETIC_ORIGINS: Final = frozenset(
         Origin.DEADLINE.value,
         Origin.BUDGET.value,
         Origin.BACKGROUND.value,
+        Origin.DECISION.value,
+        Origin.EXPIRY.value,
     }
 )
 # An enum's `.value` is a descriptor call: the hot path reads a plain string.
@@ -90,6 +92,8 @@ class Fold:
             ev.StepStart: self._on_step_start,
             ev.StepEnd: self._on_step_end,
             ev.ToolDispatch: self._on_dispatch,
+            ev.ToolPaused: self._on_paused,
+            ev.ToolDecision: self._on_decision,
             ev.Compaction: self._on_compaction,
             ev.RunRevived: self._on_revived,
             ev.SubagentSpawned: self._on_spawned,
@@ -291,15 +295,43 @@ class Fold:
         return owed
 
     def owed_in_open_step(self) -> list[str]:
-        """Unanswered calls requested in the open step."""
+        """Unanswered calls requested in the open step, but those paused for a
+        decision: a step may close while they wait."""
         owed: list[str] = []
         turn = self._turn
         if turn is not None and turn.open_step is not None:
             step_seq = turn.open_step.seq
             for call_id, call in turn.calls.items():
-                if not call.answered and call.step_seq == step_seq:
+                if not call.answered and call.step_seq == step_seq and not call.waiting:
                     owed.append(call_id)
         return owed
+
+    def waiting_call(self, call_id: str) -> MutableCall | None:
+        """The open turn's call `call_id` while it waits on a decision, else None.
+        Read only: the fold alone changes it."""
+        call = self._turn.calls.get(call_id) if self._turn is not None else None
+        return call if call is not None and call.waiting else None
+
+    def waiting_calls(self) -> list[str]:
+        """The open turn's calls paused for a decision and not yet acted on."""
+        if self._turn is None:
+            return []
+        return [call_id for call_id, call in self._turn.calls.items() if call.waiting]
+
+    @property
+    def paused(self) -> bool:
+        """The open turn's only unanswered calls wait on decisions (see `OpenTurn.paused`)."""
+        turn = self._turn
+        if turn is None:
+            return False
+        waiting = False
+        for call in turn.calls.values():
+            if call.answered:
+                continue
+            if not call.waiting:
+                return False
+            waiting = True
+        return waiting
 
     def requested_among(self, call_ids: Iterable[str]) -> list[str]:
         """Those of `call_ids` that `is_requested` says are asked for and owed."""
@@ -392,7 +424,13 @@ class Fold:
             elif call is not None:
                 call.answered = True
                 orphaned = orphaned or call.swallowed or call.request_seq is None
-            if (call is None or call.dispatch is None) and event.origin not in _SYNTHETIC_ORIGINS:
+            if (
+                (call is None or call.dispatch is None)
+                and event.origin not in _SYNTHETIC_ORIGINS
+                and (call is None or call.decision is None)
+            ):
+                # A decided pause's result (a delivered answer) needs no
+                # dispatch: nothing ran here, and the decision says so.
                 turn.result_without_dispatch = True
         else:
             self._warnings.append(f"seq {event.seq}: result for {call_id!r} outside any turn")
@@ -513,6 +551,27 @@ class Fold:
                 # Only a dispatch of a requested call shows that this turn's
                 # writer records dispatches ahead of running tools.
                 turn.dispatched_any = True
+
+    def _on_paused(self, event: Event, data: ev.ToolPaused) -> None:
+        turn = self._turn
+        call = turn.calls.get(data.call_id) if turn is not None else None
+        if call is None or call.answered or call.dispatch is not None or call.pause is not None:
+            # The writer refuses a pause of anything but an owed call it has
+            # not dispatched or paused; a log that has one anyway proves no pause.
+            self._warnings.append(f"seq {event.seq}: tool_paused for {data.call_id!r} ignored")
+            return
+        call.pause = data
+        call.pause_seq = event.seq
+        call.paused_at = event.ts
+
+    def _on_decision(self, event: Event, data: ev.ToolDecision) -> None:
+        turn = self._turn
+        call = turn.calls.get(data.call_id) if turn is not None else None
+        if call is None or not call.waiting or call.decision is not None:
+            self._warnings.append(f"seq {event.seq}: tool_decision for {data.call_id!r} ignored")
+            return
+        call.decision = data
+        call.decided_at = event.ts
 
     def _on_compaction(self, event: Event, data: ev.Compaction) -> None:
         turn = self._turn

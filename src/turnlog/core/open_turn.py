@@ -27,6 +27,19 @@ class CallSighting(msgspec.Struct, frozen=True, kw_only=True):
     # Sighted in an earlier turn that a `turn_start` left open (a log no
     # turnlog writer makes): that turn's facts do not prove the call's fate.
     carried: bool = False
+    # The call's pause, if the live writer paused it, with the pause's seq and
+    # time, and the decision recorded about it so far (None: undecided).
+    pause: ev.ToolPaused | None = None
+    pause_seq: int | None = None
+    paused_at: str | None = None
+    decision: ev.ToolDecision | None = None
+    decided_at: str | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """Paused and not yet acted on: no dispatch and no result since the
+        pause. Such a call is owed to its decision, never to recovery."""
+        return self.pause is not None and self.dispatch is None and not self.answered
 
     @property
     def orphaned(self) -> bool:
@@ -65,8 +78,28 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def owed(self) -> tuple[CallSighting, ...]:
-        """The calls of this turn that no result answered, in order of first sighting."""
-        return tuple(call for call in self.calls if not call.answered)
+        """The calls of this turn that no result answered and that do not wait
+        on a decision (`waiting`): what a crash leaves to recovery, in order of
+        first sighting."""
+        return tuple(call for call in self.calls if not call.answered and not call.waiting)
+
+    @property
+    def waiting(self) -> tuple[CallSighting, ...]:
+        """The calls of this turn paused for a decision and not yet acted on."""
+        return tuple(call for call in self.calls if call.waiting)
+
+    @property
+    def paused(self) -> bool:
+        """Every unanswered call of the turn waits on a decision, and one does:
+        the turn stopped on purpose, it did not crash."""
+        waiting = False
+        for call in self.calls:
+            if call.answered:
+                continue
+            if not call.waiting:
+                return False
+            waiting = True
+        return waiting
 
 
 class MutableCall:
@@ -75,10 +108,15 @@ class MutableCall:
     __slots__ = (
         "answered",
         "carried",
+        "decided_at",
+        "decision",
         "dispatch",
         "dispatch_seq",
         "first_seq",
         "name",
+        "pause",
+        "pause_seq",
+        "paused_at",
         "request_seq",
         "step_seq",
         "swallowed",
@@ -102,6 +140,15 @@ class MutableCall:
         self.request_seq: int | None = None if dispatch is not None else first_seq
         self.swallowed = False
         self.carried = False
+        self.pause: ev.ToolPaused | None = None
+        self.pause_seq: int | None = None
+        self.paused_at: str | None = None
+        self.decision: ev.ToolDecision | None = None
+        self.decided_at: str | None = None
+
+    @property
+    def waiting(self) -> bool:
+        return self.pause is not None and self.dispatch is None and not self.answered
 
 
 class MutableTurn:
@@ -164,6 +211,11 @@ class MutableTurn:
                     requested=call.request_seq is not None,
                     swallowed=call.swallowed,
                     carried=call.carried,
+                    pause=call.pause,
+                    pause_seq=call.pause_seq,
+                    paused_at=call.paused_at,
+                    decision=call.decision,
+                    decided_at=call.decided_at,
                 )
                 for call_id, call in self.calls.items()
             ),

@@ -112,6 +112,9 @@ def _close_turn(
 
     Calls in `pending` (waits on subagents being revived) get no result, and
     the turn stays open for them: they are answered when the children finish.
+    Paused calls (`OpenTurn.waiting`) get none either: nothing repairs a
+    pause. The open step is closed (`paused`) and the turn stays open for
+    their decisions.
     """
     out: list[Event] = []
     seq = next_seq
@@ -143,12 +146,14 @@ def _close_turn(
         seq += 1
     if pending:
         return out
+    paused = bool(turn.waiting)
     if turn.open_step is not None:
         step = turn.open_step
-        data_end = ev.StepEnd(turn=step.turn, step=step.step, outcome="error")
+        outcome = "paused" if paused else "error"
+        data_end = ev.StepEnd(turn=step.turn, step=step.step, outcome=outcome)
         out.append(Event(seq=seq, data=data_end, ts=ts, origin=origin.value))
         seq += 1
-    if reason is not None:
+    if reason is not None and not paused:
         turn_end = ev.TurnEnd(
             reason=reason, turn=turn.turn, steps=turn.steps, reports_owed=reports_owed or None
         )
@@ -170,7 +175,9 @@ def plan_verdict(found: Verdict, *, pending: frozenset[str] = frozenset()) -> Pl
     """The repair plan for a verdict (see `plan`). With `pending` (waits on
     subagents a tree revival brings back), only the other owed calls are
     answered and the turn stays open."""
-    if found.open_turn is None:
+    if found.open_turn is None or found.paused:
+        # A paused turn owes recovery nothing: its calls wait on decisions,
+        # and its bytes are left as they are, even a step left open.
         return Plan(events=())
     repairs = _close_turn(
         found.open_turn,

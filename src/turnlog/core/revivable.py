@@ -11,7 +11,7 @@ from turnlog.errors import UsageError
 DEFAULT_MAX_REVIVALS: Final = 3
 
 #: Why a session may not be revived (`refusal`).
-Refusal = Literal["empty", "finished", "revival_disabled", "revival_cap"]
+Refusal = Literal["empty", "finished", "paused", "revival_disabled", "revival_cap"]
 
 
 def check_max_revivals(value: object) -> int:
@@ -72,6 +72,10 @@ def refusal(found: Verdict, max_revivals: int, *, told: bool = False) -> Refusal
     """
     if found.empty:
         return "empty"
+    if found.awaiting:
+        # A paused run waits for decisions; it did not crash. Reviving it
+        # would tell the model a lie and spend the cap on a pause.
+        return "paused"
     if found.finished:
         return "finished"
     if max_revivals == 0:

@@ -15,6 +15,7 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog.core.fold import CallSighting, Fold, OpenTurn
+from turnlog.core.pauses import Awaiting, awaiting_of
 from turnlog.errors import refuse_a_path
 from turnlog.events import Content, Event, Risk
 from turnlog.text import says_something
@@ -62,6 +63,15 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     waits: tuple[Wait, ...] = ()
     # Background children whose report is not delivered yet, by agent id.
     reports_owed: tuple[str, ...] = ()
+    # Calls of the open turn paused for a decision: never owed to recovery.
+    awaiting: tuple[Awaiting, ...] = ()
+
+    @property
+    def paused(self) -> bool:
+        """The open turn stopped on purpose: calls wait on decisions, and
+        nothing is owed to recovery. (With owed calls too, the run crashed
+        while paused: recovery answers those, and the pause stands.)"""
+        return bool(self.awaiting) and not self.owed
 
 
 def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:
@@ -157,6 +167,7 @@ def decide(fold: Fold) -> Verdict:
     last = fold.last_message()
     owed = owed_calls(turn)
     waits = waits_of(turn)
+    awaiting = awaiting_of(turn)
     reports_owed = tuple(fold.reports_owed())
     # An answer says something: a reply with no text (empty, or reasoning
     # alone) is a response cut short, not a run that finished.
@@ -174,6 +185,7 @@ def decide(fold: Fold) -> Verdict:
     # whatever it said last: the report is delivered, or reported lost.
     finished = (
         answered
+        and not awaiting
         and not reports_owed
         and (turn is None or (not owed and not waits and last is not None and last.seq > turn.seq))
     )
@@ -189,6 +201,7 @@ def decide(fold: Fold) -> Verdict:
         needs_response=fold.needs_response,
         waits=waits,
         reports_owed=reports_owed,
+        awaiting=awaiting,
     )
 
 

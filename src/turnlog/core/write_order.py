@@ -15,7 +15,15 @@ from typing import Final
 from turnlog import events as ev
 from turnlog.core.fold import Fold
 from turnlog.errors import UsageError, WriteOrderError
-from turnlog.events import IDEMPOTENCY_VALUES, EventData, Origin, TurnEndReason, check_idempotency
+from turnlog.events import (
+    IDEMPOTENCY_VALUES,
+    Decision,
+    EventData,
+    Origin,
+    PauseKind,
+    TurnEndReason,
+    check_idempotency,
+)
 from turnlog.text import says_something
 
 # Origins of turnlog's own repairs: recovery closes what a crash left open.
@@ -42,9 +50,44 @@ def _orphaned(fold: Fold, data: ev.ToolResult, origin: str | None) -> WriteOrder
     return None
 
 
+# What lets a paused call be answered without a dispatch: the decision that
+# it will not run (rejected, expired) or that its result came from outside.
+_ANSWERED_BY_DECISION: Final = frozenset(
+    {Decision.REJECTED.value, Decision.EXPIRED.value, Decision.DELIVERED.value}
+)
+_KINDS: Final = frozenset(kind.value for kind in PauseKind)
+_DECISIONS: Final = frozenset(decision.value for decision in Decision)
+
+
+def _waiting_result(fold: Fold, data: ev.ToolResult) -> tuple[bool, WriteOrderError | None]:
+    """The rule for a result of a paused call: (True, None) accepted, (True,
+    error) refused, (False, None) when the call is not paused (the usual
+    rules decide)."""
+    call = fold.waiting_call(data.call_id)
+    if call is None:
+        return False, None
+    decision = call.decision.decision if call.decision is not None else None
+    if decision in _ANSWERED_BY_DECISION:
+        return True, None
+    if decision == Decision.APPROVED:
+        return True, WriteOrderError(
+            f"result for call {data.call_id!r}, approved and not yet dispatched",
+            hint="run the approved call inside `with log.dispatch(call)`, as every call",
+        )
+    kind = call.pause.kind if call.pause is not None else "approval"
+    return True, WriteOrderError(
+        f"result for call {data.call_id!r}, which is paused waiting for {kind}",
+        hint="record the decision first: `log.approve(...)` then dispatch it, "
+        "`log.reject(...)`, or `log.deliver(...)` with the result that arrived",
+    )
+
+
 def _result(fold: Fold, data: ev.ToolResult, origin: str | None) -> WriteOrderError | None:
     if data.orphaned:
         return _orphaned(fold, data, origin)
+    paused, refused = _waiting_result(fold, data)
+    if paused:
+        return refused
     if fold.is_dispatched(data.call_id):
         return None
     return WriteOrderError(
@@ -61,6 +104,9 @@ def _undispatched_result(
     # and owes: a result for anything else is one a provider rejects.
     if data.orphaned:
         return _orphaned(fold, data, origin)
+    paused, refused = _waiting_result(fold, data)
+    if paused:
+        return refused
     if fold.is_requested(data.call_id):
         return None
     return WriteOrderError(
@@ -81,6 +127,20 @@ def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> UsageErr
         )
     if fold.is_dispatched(data.call_id):
         return WriteOrderError(f"call {data.call_id!r} is already dispatched and running")
+    paused = fold.waiting_call(data.call_id)
+    if paused is not None and (
+        paused.decision is None or paused.decision.decision != Decision.APPROVED
+    ):
+        state = (
+            f"was {paused.decision.decision}"
+            if paused.decision is not None
+            else f"waits for {paused.pause.kind if paused.pause is not None else 'approval'}"
+        )
+        return WriteOrderError(
+            f"dispatch of call {data.call_id!r}, which is paused and {state}",
+            hint="a paused call runs only once approved: `log.approve(call_id)` records "
+            "the decision, then dispatch it",
+        )
     if not fold.is_requested(data.call_id):
         return WriteOrderError(
             f"dispatch of call {data.call_id!r}, which no assistant message of the open turn "
@@ -93,6 +153,65 @@ def _dispatch(fold: Fold, data: ev.ToolDispatch, origin: str | None) -> UsageErr
             check_idempotency(data.idempotency, tool=data.name)
         except UsageError as error:
             return error
+    return None
+
+
+def _paused(fold: Fold, data: ev.ToolPaused, origin: str | None) -> UsageError | None:
+    if data.kind not in _KINDS:
+        return UsageError(
+            f"pause kind {data.kind!r} is not one of {', '.join(sorted(_KINDS))}",
+            hint="'approval', 'external' (an outside system delivers the result) or 'input'",
+        )
+    if fold.waiting_call(data.call_id) is not None:
+        return WriteOrderError(f"call {data.call_id!r} is already paused")
+    if fold.is_dispatched(data.call_id):
+        return WriteOrderError(
+            f"pause of call {data.call_id!r}, which is already dispatched",
+            hint="pause a call before it is dispatched: once dispatched it may be running",
+        )
+    if not fold.is_requested(data.call_id):
+        return WriteOrderError(
+            f"pause of call {data.call_id!r}, which no assistant message of the open turn "
+            "asked for (or which is already answered)",
+            hint="record the assistant message that asks for the call, then pause it",
+        )
+    return None
+
+
+def _decision(fold: Fold, data: ev.ToolDecision, origin: str | None) -> UsageError | None:
+    if data.decision not in _DECISIONS:
+        return UsageError(
+            f"decision {data.decision!r} is not one of {', '.join(sorted(_DECISIONS))}"
+        )
+    if data.decision == Decision.EXPIRED and origin != Origin.EXPIRY:
+        return WriteOrderError(
+            "a decision 'expired' is written by expiry only",
+            hint="reject the call to decline it; `turnlog sweep` expires pauses past their "
+            "deadline",
+        )
+    call = fold.waiting_call(data.call_id)
+    if call is None:
+        return WriteOrderError(
+            f"decision for call {data.call_id!r}, which is not paused in the open turn",
+            hint="only a call paused with `log.pause(call_id)`, and not yet acted on, takes "
+            "a decision",
+        )
+    if call.decision is not None:
+        return WriteOrderError(
+            f"call {data.call_id!r} was already {call.decision.decision}",
+            hint="a decision is final; resume the run to act on it",
+        )
+    kind = call.pause.kind if call.pause is not None else PauseKind.APPROVAL
+    if data.decision == Decision.APPROVED and kind != PauseKind.APPROVAL:
+        return WriteOrderError(
+            f"call {data.call_id!r} waits for {kind}, not approval",
+            hint="deliver its result with `log.deliver(...)`, or reject it",
+        )
+    if data.decision == Decision.DELIVERED and kind == PauseKind.APPROVAL:
+        return WriteOrderError(
+            f"call {data.call_id!r} waits for approval; its result is not delivered",
+            hint="approve it and run it, or reject it",
+        )
     return None
 
 
@@ -144,8 +263,20 @@ def _turn_end(fold: Fold, data: ev.TurnEnd, origin: str | None) -> WriteOrderErr
             hint="a live turn ends 'complete', 'rejected', 'error' or 'cancelled'; "
             "`turnlog recover` writes 'interrupted' after a crash",
         )
+    if data.reason == TurnEndReason.EXPIRED and origin != Origin.EXPIRY:
+        return WriteOrderError(
+            "turn_end with reason 'expired' is written by expiry only",
+            hint="reject the paused calls to end the turn yourself",
+        )
     if not fold.turn_open:
         return WriteOrderError("turn_end with no open turn", hint="start a turn first")
+    waiting = fold.waiting_calls()
+    if waiting:
+        return WriteOrderError(
+            f"turn_end while calls are paused for a decision: {', '.join(waiting)}",
+            hint="a paused turn stays open until its calls are decided and answered; "
+            "leave `with log.turn():` as it is, and resume it with `log.turn(resume=True)`",
+        )
     owed = fold.owed_in_open_turn()
     if owed:
         return WriteOrderError(
@@ -249,6 +380,8 @@ def _session(fold: Fold, data: ev.Session, origin: str | None) -> WriteOrderErro
 ORDER_RULES: Final[dict[type, Callable[[Fold, EventData, str | None], UsageError | None]]] = {
     ev.ToolResult: _result,  # type: ignore[dict-item]
     ev.ToolDispatch: _dispatch,  # type: ignore[dict-item]
+    ev.ToolPaused: _paused,  # type: ignore[dict-item]
+    ev.ToolDecision: _decision,  # type: ignore[dict-item]
     ev.TurnStart: _turn_start,  # type: ignore[dict-item]
     ev.TurnEnd: _turn_end,  # type: ignore[dict-item]
     ev.StepStart: _step_start,  # type: ignore[dict-item]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import functools
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -16,6 +17,7 @@ from turnlog import events as ev
 from turnlog.core.durability import Durability
 from turnlog.core.fold import Message
 from turnlog.core.open_turn import OpenTurn
+from turnlog.core.pauses import Awaiting
 from turnlog.core.recovery import Plan
 from turnlog.core.verdict import Verdict
 from turnlog.errors import UsageError
@@ -234,6 +236,49 @@ class AsyncLog:
         self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
     ) -> Event[ev.AssistantMessage]:
         return await self._run_light(self.log.assistant, content, tool_calls)
+
+    async def pause(
+        self,
+        call_id: str,
+        *,
+        kind: str = "approval",
+        until: datetime.datetime | str | None = None,
+        prompt: str | None = None,
+    ) -> Event[ev.ToolPaused]:
+        """`Log.pause`, synced off the event loop."""
+        return await self._run(self.log.pause, call_id, kind=kind, until=until, prompt=prompt)
+
+    async def approve(
+        self, call_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> Event[ev.ToolDecision]:
+        """`Log.approve`, synced off the event loop."""
+        return await self._run(self.log.approve, call_id, by=by, reason=reason)
+
+    async def reject(
+        self, call_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> list[Event]:
+        """`Log.reject`, synced off the event loop."""
+        return await self._run(self.log.reject, call_id, by=by, reason=reason)
+
+    async def deliver(
+        self, call_id: str, content: Content, *, by: str | None = None, is_error: bool = False
+    ) -> list[Event]:
+        """`Log.deliver`, synced off the event loop."""
+        return await self._run(self.log.deliver, call_id, content, by=by, is_error=is_error)
+
+    async def expire(
+        self, *, now: datetime.datetime | None = None, max_age_s: float | None = None
+    ) -> list[Event]:
+        """`Log.expire`, synced off the event loop."""
+        return await self._run(self.log.expire, now=now, max_age_s=max_age_s)
+
+    @property
+    def awaiting(self) -> tuple[Awaiting, ...]:
+        return self.log.awaiting
+
+    @property
+    def paused(self) -> bool:
+        return self.log.paused
 
     async def recover(self) -> Plan:
         return await self._run(self.log.recover)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -15,10 +16,11 @@ from turnlog.core.damage import TornTail
 from turnlog.core.durability import DURABILITY_MODES, Durability
 from turnlog.core.fold import Fold, Message, SessionState
 from turnlog.core.open_turn import OpenTurn
+from turnlog.core.pauses import Awaiting
 from turnlog.core.recovery import Plan, plan_verdict
 from turnlog.core.verdict import Verdict, decide
 from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
-from turnlog.handle import turns
+from turnlog.handle import pauses, turns
 from turnlog.handle.blocks import DispatchBlock, StepBlock, TurnBlock
 from turnlog.handle.dispatch import Dispatch, begin_dispatch, end_dispatch
 from turnlog.handle.opening import open_session
@@ -296,6 +298,61 @@ class Log:
     def end_dispatch(self, handle: Dispatch, exc: BaseException | None) -> None:
         """Answer the call as outcome unknown if the block left it unanswered."""
         end_dispatch(self.held, handle, exc)
+
+    # -- pauses --------------------------------------------------------------------
+
+    def pause(
+        self,
+        call_id: str,
+        *,
+        kind: str = "approval",
+        until: datetime.datetime | str | None = None,
+        prompt: str | None = None,
+    ) -> Event[ev.ToolPaused]:
+        """Pause a call the open turn asked for and has not dispatched: it
+        waits for a decision (`kind`: "approval", "external" for a result an
+        outside system delivers, "input" for a person's answer), until
+        `until` if given. Written synced. Ending the turn block then leaves
+        the turn open and paused: nothing repairs it, and `turn(resume=True)`
+        carries it on, in this process or another."""
+        return pauses.pause(self.held, call_id, kind=kind, until=until, prompt=prompt)
+
+    def approve(
+        self, call_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> Event[ev.ToolDecision]:
+        """Record that the paused call may run; resuming the turn dispatches it."""
+        return pauses.approve(self.held, call_id, by=by, reason=reason)
+
+    def reject(
+        self, call_id: str, *, by: str | None = None, reason: str | None = None
+    ) -> list[Event]:
+        """Record that the paused call must not run, and answer it as declined (A1)."""
+        return pauses.reject(self.held, call_id, by=by, reason=reason)
+
+    def deliver(
+        self, call_id: str, content: Content, *, by: str | None = None, is_error: bool = False
+    ) -> list[Event]:
+        """Answer a paused `external` or `input` call with the result that arrived."""
+        return pauses.deliver(self.held, call_id, content, by=by, is_error=is_error)
+
+    def expire(
+        self, *, now: datetime.datetime | None = None, max_age_s: float | None = None
+    ) -> list[Event]:
+        """Settle undecided pauses past their deadline (or older than
+        `max_age_s`) as not run (A2); see `turnlog sweep`."""
+        return pauses.expire(self.held, now=now, max_age_s=max_age_s)
+
+    @property
+    def awaiting(self) -> tuple[Awaiting, ...]:
+        """The open turn's paused calls not yet acted on (empty when none)."""
+        return pauses.awaiting(self.held)
+
+    @property
+    def paused(self) -> bool:
+        """True while the open turn is paused: its only unanswered calls wait on decisions."""
+        held = self.held
+        with held.lock:
+            return held.fold.paused
 
     # -- recovery ------------------------------------------------------------------
 

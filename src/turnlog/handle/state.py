@@ -105,7 +105,9 @@ class HandleState:
         # would land inside it (a user message between a call and its result).
         # A turn a tree revival left open for its children's answers is not
         # one: the carry-on may run in a new process (`turnlog revive --tree`).
-        self.crashed = fold.turn_open and not awaiting_children(fold)
+        # A paused turn is not one either: its calls wait, on purpose, for
+        # decisions another process may record.
+        self.crashed = fold.turn_open and not fold.paused and not awaiting_children(fold)
 
     # -- reading -------------------------------------------------------------------
 

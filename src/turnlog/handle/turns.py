@@ -57,7 +57,14 @@ def fail_turn(held: HandleState, exc: BaseException) -> None:
 def end_turn(held: HandleState, turn: Turn) -> None:
     with held.lock:
         held.turn = None
-        unanswered = held.fold.owed_in_open_turn()
+        fold = held.fold
+        if fold.paused:
+            # The turn stopped on purpose: it stays open for its decisions,
+            # with its step closed, and is resumed with `turn(resume=True)`.
+            if fold.step_open:
+                held.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="paused"))
+            return
+        unanswered = fold.owed_in_open_turn()
         if unanswered:
             error = WriteOrderError(
                 f"turn {turn.number} ended with calls still unanswered: {', '.join(unanswered)}",
@@ -83,7 +90,8 @@ def _adopt_turn(held: HandleState) -> Turn:
     open_turn = fold.open_turn
     if open_turn is None:
         raise UsageError("no open turn to resume", hint="start a turn with `with log.turn():`")
-    owed = fold.owed_in_open_turn()
+    # Paused calls may still wait: resuming acts on their decisions.
+    owed = [call.call_id for call in open_turn.owed]
     if owed:
         raise WriteOrderError(
             f"the open turn still owes results for {', '.join(owed)}",
@@ -127,7 +135,9 @@ def end_step(held: HandleState) -> None:
             "step_start appended by hand is ended with `held.append(StepEnd(...))`",
         )
     try:
-        held.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome="ok"))
+        # A step whose calls wait on decisions ends paused, not done.
+        outcome = "paused" if held.fold.waiting_calls() else "ok"
+        held.append(ev.StepEnd(turn=turn.number, step=turn.steps, outcome=outcome))
     except WriteOrderError:
         # The append's check refused; say it in the words of a step block.
         with held.lock:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from turnlog.core.damage import Problem, TornTail
+from turnlog.core.pauses import Awaiting
 from turnlog.core.revivable import (
     DEFAULT_MAX_REVIVALS,
     Refusal,
@@ -28,7 +29,7 @@ from turnlog.stores import Holder, Store, stored_session
 
 #: What state a session is in (`Inspection.status`).
 InspectionStatus = Literal[
-    "running", "interrupted", "idle", "finished", "empty", "corrupt", "unreadable"
+    "running", "interrupted", "paused", "idle", "finished", "empty", "corrupt", "unreadable"
 ]
 #: Why a session may or may not be revived (`Inspection.reason`): its status
 #: when nothing more is to say, "needs_response" for an idle session,
@@ -36,6 +37,7 @@ InspectionStatus = Literal[
 InspectionReason = Literal[
     "running",
     "interrupted",
+    "paused",
     "needs_response",
     "reports_owed",
     "already_revived",
@@ -64,6 +66,8 @@ class Inspection(msgspec.Struct, frozen=True, kw_only=True):
     turns: int = 0
     open_turn: OpenTurnRef | None = None
     owed_calls: tuple[OwedCall, ...] = ()
+    # Calls paused for a decision (status "paused"): owed to no recovery.
+    awaiting: tuple[Awaiting, ...] = ()
     revivals: int = 0
     torn_tail: TornTail | None = None
     problems: tuple[Problem, ...] = ()
@@ -79,6 +83,10 @@ def status_of(
 ) -> tuple[InspectionStatus, bool, InspectionReason]:
     """(status, revivable, reason) of a verdict, given who holds the writer and
     whether the session was already revived and not run on since (`told`)."""
+    if found.paused:
+        # The log proves the pause, whoever holds the writer: a paused run is
+        # neither crashed nor revivable, and a process may wait holding it.
+        return "paused", False, "paused"
     if holder is not None:
         return "running", False, "running"
     status: InspectionStatus
@@ -174,6 +182,7 @@ def inspect(
         turns=folder.last_turn or 0,
         open_turn=OpenTurnRef(seq=turn.seq, turn=turn.turn) if turn is not None else None,
         owed_calls=found.owed,
+        awaiting=found.awaiting,
         revivals=found.revivals,
         max_revivals=max_revivals,
         torn_tail=tail.torn,

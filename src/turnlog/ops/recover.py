@@ -10,6 +10,7 @@ import msgspec
 
 from turnlog.core.damage import TornTail
 from turnlog.core.fold import Fold
+from turnlog.core.pauses import Awaiting
 from turnlog.core.recovery import Plan, plan_verdict
 from turnlog.core.verdict import decide
 from turnlog.errors import SessionLockedError, UnfinishedSessionError, refuse_a_path
@@ -28,6 +29,9 @@ class Recovery(msgspec.Struct, frozen=True, kw_only=True):
     # neither runs nor drops them; the session's next turn delivers each
     # report once, or reports the child lost.
     reports_owed: tuple[str, ...] = ()
+    # Calls paused for a decision: recovery never answers them (a pause is
+    # not a crash), and they still wait after it.
+    awaiting: tuple[Awaiting, ...] = ()
 
 
 def plan(events: Iterable[Event]) -> Plan:
@@ -94,4 +98,9 @@ def recover(
         if repairs.events:
             with recovery_exports(store, session_id):
                 writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)
-        return Recovery(plan=repairs, torn_tail=writer.torn_tail, reports_owed=found.reports_owed)
+        return Recovery(
+            plan=repairs,
+            torn_tail=writer.torn_tail,
+            reports_owed=found.reports_owed,
+            awaiting=found.awaiting,
+        )

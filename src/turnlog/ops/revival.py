@@ -11,6 +11,7 @@ import msgspec
 from turnlog import events as ev
 from turnlog.core.fold import Message
 from turnlog.core.notices import NoticeStyle, framed
+from turnlog.core.pauses import describe_pause
 from turnlog.core.recovery import Plan
 from turnlog.core.revivable import (
     DEFAULT_MAX_REVIVALS,
@@ -174,6 +175,21 @@ def _revive(
             messages=log.messages,
             agent=agent,
             session_id=log.session_id,
+        )
+    if reason == "paused":
+        # Calls a crash left owed beside the pause are answered (a crash is
+        # a crash); the pause stands, and nothing is revived or told.
+        answered = log.recover(pending=()) if found.owed else None
+        return Revival(
+            revived=False,
+            reason=reason,
+            revival=found.revivals,
+            repairs=answered,
+            appended=answered.events if answered is not None else (),
+            agent=agent,
+            session_id=log.session_id,
+            hint=describe_pause(found.awaiting)
+            + "; decide (`turnlog approve` / `turnlog reject`) and resume the run",
         )
     if reason is not None:
         hint = None

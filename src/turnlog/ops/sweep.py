@@ -9,6 +9,8 @@ from typing import Literal
 
 import msgspec
 
+from turnlog import events as ev
+from turnlog.core.pauses import Awaiting, describe_pause, expired
 from turnlog.core.revivable import DEFAULT_MAX_REVIVALS, already_told, check_max_revivals
 from turnlog.core.verdict import Verdict
 from turnlog.errors import SessionLockedError, TurnlogError, UsageError
@@ -19,7 +21,7 @@ from turnlog.ops.tree import wait_child
 from turnlog.stores.base import Store, parent_session_id
 
 #: What a sweeper did with a session (`Swept.action`).
-SweepAction = Literal["recovered", "revived", "skipped", "failed"]
+SweepAction = Literal["recovered", "revived", "expired", "skipped", "failed"]
 
 
 class Swept(msgspec.Struct, frozen=True, kw_only=True):
@@ -48,9 +50,16 @@ def sweep(
     revive: bool = False,
     max_revivals: int | None = None,
     progress: Callable[[list[str]], Iterable[str]] | None = None,
+    paused_max_age_s: float | None = None,
 ) -> list[Swept]:
     """Recover (and with `revive`, revive) every session with an open turn and
     no live writer whose last event is older than `older_than_s`.
+
+    A paused session is never recovered or revived: it is left byte for byte
+    as it is, and the result says what it waits for. Its undecided pauses
+    past their `until` (or, with `paused_max_age_s`, paused longer than that)
+    are settled as not run (A2), and its turn ends `expired` when nothing
+    else waits.
 
     Safe to run from many processes at once. A first look at each session's
     tail, without the lock, picks the candidates; each is then decided again
@@ -66,6 +75,13 @@ def sweep(
             f"older_than_s must be a finite number of seconds >= 0, not {older_than_s!r}",
             hint="pass the age below which a session is left alone, such as 60",
         )
+    if paused_max_age_s is not None and not (
+        isinstance(paused_max_age_s, int | float) and 0 < paused_max_age_s < math.inf
+    ):
+        raise UsageError(
+            f"paused_max_age_s must be a finite number of seconds > 0, not {paused_max_age_s!r}",
+            hint="pass how long a pause may wait for its decision, such as 7 * 86400",
+        )
     cap = DEFAULT_MAX_REVIVALS if max_revivals is None else check_max_revivals(max_revivals)
     now = dt.datetime.now(dt.UTC)
     candidates: Iterable[str] = store.sweep_candidates()
@@ -74,6 +90,9 @@ def sweep(
     out = []
     for session_id in candidates:
         found = inspect(store, session_id, max_revivals=cap)
+        if found.status == "paused":
+            out.append(_sweep_paused(store, session_id, found.awaiting, now, paused_max_age_s))
+            continue
         if found.status != "interrupted":
             if found.status in ("running", "corrupt", "unreadable"):
                 reason: str = found.status
@@ -110,6 +129,35 @@ def sweep(
             # failure, which the command's exit status reports.
             out.append(Swept(session_id=session_id, action="failed", reason=exc.message))
     return out
+
+
+def _sweep_paused(
+    store: Store,
+    session_id: str,
+    awaiting: tuple[Awaiting, ...],
+    now: dt.datetime,
+    max_age_s: float | None,
+) -> Swept:
+    """Leave a paused session as it is, unless a pause of it expired."""
+    if not any(expired(one, now, max_age_s) for one in awaiting):
+        return Swept(session_id=session_id, action="skipped", reason=describe_pause(awaiting))
+    try:
+        with open_log(store, session_id, create=False) as log:
+            settled = log.expire(now=now, max_age_s=max_age_s)
+            left = log.awaiting
+    except SessionLockedError as exc:
+        return Swept(
+            session_id=session_id,
+            action="skipped",
+            reason=f"locked: another sweeper or its agent holds it ({exc.message})",
+        )
+    if not settled:
+        return Swept(session_id=session_id, action="skipped", reason=describe_pause(left))
+    calls = [event.data.call_id for event in settled if isinstance(event.data, ev.ToolDecision)]
+    reason = f"expired: {', '.join(calls)} settled as not run (A2)"
+    if left:
+        reason += "; still " + describe_pause(left)
+    return Swept(session_id=session_id, action="expired", reason=reason, appended=len(settled))
 
 
 def _too_young(last_ts: str | None, now: dt.datetime, older_than_s: float) -> str | None:
@@ -166,6 +214,16 @@ def _sweep_locked(
             else:
                 reason = "already recovered by another sweeper"
             return Swept(session_id=session_id, action="skipped", reason=reason)
+        if found.awaiting:
+            # Paused: nothing repairs the pause. Calls a crash left owed beside
+            # it are answered, as any crash's, and the pause stands.
+            repaired = len(log.recover().events) if found.owed else 0
+            return Swept(
+                session_id=session_id,
+                action="recovered" if repaired else "skipped",
+                reason=describe_pause(log.awaiting),
+                appended=repaired,
+            )
         if not log.crashed and _carry_on_alive(store, session_id, found, now):
             # A tree revival left the turn open for its children's answers,
             # which its carry-on is writing: not a crash, nothing to repair.

@@ -1,0 +1,311 @@
+"""Pauses: calls that wait, on purpose, for a decision; their rules (A1, A2) and expiry. Pure.
+
+A pause is written by the live writer (`tool_paused`), never inferred. A
+paused call is owed to its decision, not to recovery: nothing repairs it.
+Its decision is recorded (`tool_decision`) before it is acted on: an
+approved call is then dispatched write-ahead like any other, a rejected or
+expired one is answered as not run, and a delivered one is answered by the
+result that arrived.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Final
+
+import msgspec
+
+from turnlog import events as ev
+from turnlog.core.open_turn import CallSighting, OpenTurn
+from turnlog.errors import UsageError
+from turnlog.events import Decision, Event, Origin, PauseKind, Risk, TurnEndReason
+
+PAUSE_KINDS: Final = tuple(kind.value for kind in PauseKind)
+# What each kind of pause is settled by, besides rejection and expiry.
+_ACTED_ON_BY: Final = {
+    PauseKind.APPROVAL.value: Decision.APPROVED.value,
+    PauseKind.EXTERNAL.value: Decision.DELIVERED.value,
+    PauseKind.INPUT.value: Decision.DELIVERED.value,
+}
+# A bound on what a person is asked and why they decided: a prompt is a
+# line to show, not a document (TigerBeetle's style: a limit on everything).
+MAX_NOTE_CHARS: Final = 4096
+
+_REJECTED_TEXT = (
+    "[turnlog] Tool call {what} did not run: {who} declined it{because}. It had no "
+    "side effects. Do not run it again unless you are asked to."
+)
+_EXPIRED_TEXT = (
+    "[turnlog] Tool call {what} did not run: it waited for {waited_for} since {since}, and "
+    "{why}. It had no side effects. Ask again if it is still needed."
+)
+_WAITED_FOR: Final = {
+    PauseKind.APPROVAL.value: "approval",
+    PauseKind.EXTERNAL.value: "an outside result",
+    PauseKind.INPUT.value: "a person's answer",
+}
+
+
+class Awaiting(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One paused call of the open turn, as `inspect` and `ls` report it."""
+
+    call_id: str
+    name: str | None
+    kind: str
+    since: str | None
+    until: str | None = None
+    prompt: str | None = None
+    # The decision recorded and not yet acted on ("approved"), if any.
+    decision: str | None = None
+    by: str | None = None
+    decided_at: str | None = None
+
+
+def awaiting_of(turn: OpenTurn | None) -> tuple[Awaiting, ...]:
+    """The open turn's paused calls not yet acted on, in order of first sighting."""
+    if turn is None:
+        return ()
+    out = []
+    for call in turn.waiting:
+        pause = call.pause
+        assert pause is not None
+        decision = call.decision
+        out.append(
+            Awaiting(
+                call_id=call.call_id,
+                name=call.name if call.name is not None else pause.name,
+                kind=pause.kind,
+                since=call.paused_at,
+                until=pause.until,
+                prompt=pause.prompt,
+                decision=decision.decision if decision is not None else None,
+                by=decision.by if decision is not None else None,
+                decided_at=call.decided_at if decision is not None else None,
+            )
+        )
+    return tuple(out)
+
+
+def describe_wait(awaiting: Awaiting) -> str:
+    """One line a person reads: what the call waits for, since when."""
+    what = f"{awaiting.name} ({awaiting.call_id})" if awaiting.name else awaiting.call_id
+    since = f" since {awaiting.since}" if awaiting.since else ""
+    if awaiting.decision is not None:
+        by = f" by {awaiting.by}" if awaiting.by else ""
+        return f"{awaiting.decision}{by}, to be resumed: {what}{since}"
+    waited = _WAITED_FOR.get(awaiting.kind, awaiting.kind)
+    until = f", until {awaiting.until}" if awaiting.until else ""
+    return f"waiting for {waited} of {what}{since}{until}"
+
+
+def describe_pause(awaiting: tuple[Awaiting, ...]) -> str:
+    """Why a paused session is left alone: "paused: waiting for approval of pay (c1) since …"."""
+    return "paused: " + "; ".join(describe_wait(one) for one in awaiting)
+
+
+# -- checks of what a writer is given ---------------------------------------
+
+
+def check_kind(kind: object) -> str:
+    if isinstance(kind, str) and kind in PAUSE_KINDS:
+        return kind
+    raise UsageError(
+        f"pause kind {kind!r} is not one of {', '.join(PAUSE_KINDS)}",
+        hint="'approval' waits for a person to approve the call, 'external' for a result "
+        "an outside system delivers, 'input' for a person's answer",
+    )
+
+
+def check_note(value: str | None, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{what} must be text, not {type(value).__name__}")
+    if len(value) > MAX_NOTE_CHARS:
+        raise UsageError(
+            f"{what} is {len(value)} characters, over the {MAX_NOTE_CHARS}-character limit",
+            hint=f"keep the {what} to what a person reads at a glance",
+        )
+    return value
+
+
+def timestamp(value: dt.datetime | str | None, what: str = "until") -> str | None:
+    """A moment as the format writes it (ISO 8601, UTC, with a `Z`), or None."""
+    if value is None:
+        return None
+    moment = parse_time(value, what) if isinstance(value, str) else value
+    if not isinstance(moment, dt.datetime):
+        raise UsageError(f"{what} must be a datetime or an ISO 8601 string, not {value!r}")
+    if moment.tzinfo is None:
+        raise UsageError(
+            f"{what} {value!r} has no time zone",
+            hint="pass an aware datetime (datetime.now(UTC) + timedelta(hours=1)) or an "
+            "ISO 8601 string ending in Z or an offset",
+        )
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str, what: str = "time") -> dt.datetime:
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{what} {value!r} is not an ISO 8601 time",
+            hint="for example 2026-12-03T09:00:00Z",
+        ) from None
+    return moment
+
+
+def _moment(value: str | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
+def decision_error(call: CallSighting | None, call_id: str, decision: str) -> UsageError | None:
+    """Why `decision` may not be recorded for `call_id` now, or None."""
+    if call is None:
+        return UsageError(
+            f"call {call_id!r} is not paused in the open turn",
+            hint="only a call paused with `log.pause(call_id)` (and not yet acted on) "
+            "takes a decision",
+        )
+    if call.decision is not None:
+        return UsageError(
+            f"call {call_id!r} was already {call.decision.decision}"
+            + (f" by {call.decision.by}" if call.decision.by else ""),
+            hint="a decision is final; resume the run to act on it",
+        )
+    assert call.pause is not None
+    kind = call.pause.kind
+    if decision in (Decision.REJECTED, Decision.EXPIRED):
+        return None
+    if decision != _ACTED_ON_BY.get(kind):
+        wanted = _ACTED_ON_BY.get(kind, "approved")
+        verb = "approve" if wanted == Decision.APPROVED else "deliver its result"
+        return UsageError(
+            f"call {call_id!r} waits for {_WAITED_FOR.get(kind, kind)}, so it is not {decision}",
+            hint=f"{verb}, or reject it",
+        )
+    return None
+
+
+# -- the rules' results -----------------------------------------------------
+
+
+def _what(call_id: str, name: str | None) -> str:
+    return f"`{name}` ({call_id})" if name else f"({call_id})"
+
+
+def rejected_result(
+    call_id: str, name: str | None, *, by: str | None, reason: str | None
+) -> ev.ToolResult:
+    """A1: a person (or a service) declined the call; it never ran."""
+    because = f" ({reason})" if reason else ""
+    who = by if by else "the person deciding"
+    return ev.ToolResult(
+        call_id=call_id,
+        name=name,
+        content=_REJECTED_TEXT.format(what=_what(call_id, name), who=who, because=because),
+        is_error=True,
+        risk=Risk.NOT_STARTED.value,
+        rule="A1",
+    )
+
+
+def expired_result(call: Awaiting, why: str) -> ev.ToolResult:
+    """A2: no decision came in time; the call never ran."""
+    return ev.ToolResult(
+        call_id=call.call_id,
+        name=call.name,
+        content=_EXPIRED_TEXT.format(
+            what=_what(call.call_id, call.name),
+            waited_for=_WAITED_FOR.get(call.kind, call.kind),
+            since=call.since or "an unknown time",
+            why=why,
+        ),
+        is_error=True,
+        risk=Risk.NOT_STARTED.value,
+        rule="A2",
+    )
+
+
+def expired(awaiting: Awaiting, now: dt.datetime, max_age_s: float | None = None) -> str | None:
+    """Why an undecided pause has expired at `now`, or None while it stands.
+
+    A decided pause never expires: the decision stands until it is acted on.
+    """
+    if awaiting.decision is not None:
+        return None
+    until = _moment(awaiting.until)
+    if until is not None and now >= until:
+        return (
+            f"its approval expired at {awaiting.until}"
+            if awaiting.kind == "approval"
+            else (f"the wait expired at {awaiting.until}")
+        )
+    since = _moment(awaiting.since)
+    if max_age_s is not None and since is not None and (now - since).total_seconds() >= max_age_s:
+        return f"no decision came within {_age_text(max_age_s)}"
+    return None
+
+
+def _age_text(seconds: float) -> str:
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
+        if seconds >= size and math.isclose(seconds % size, 0.0, abs_tol=1e-9):
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def expiry_events(
+    turn: OpenTurn,
+    *,
+    next_seq: int,
+    now: dt.datetime,
+    ts: str,
+    max_age_s: float | None = None,
+    by: str = "turnlog",
+    reports_owed: list[str] | None = None,
+) -> list[Event]:
+    """The events that settle the turn's expired pauses (A2): for each, its
+    `tool_decision` ("expired") and its result; then, when nothing in the
+    turn waits or is owed any more, the open step's end and `turn_end
+    {reason: "expired"}`. Empty when no pause has expired."""
+    out: list[Event] = []
+    seq = next_seq
+    origin = Origin.EXPIRY.value
+    settled = set()
+    for awaiting in awaiting_of(turn):
+        why = expired(awaiting, now, max_age_s)
+        if why is None:
+            continue
+        decision = ev.ToolDecision(
+            call_id=awaiting.call_id, decision=Decision.EXPIRED.value, by=by, reason=why
+        )
+        out.append(Event(seq=seq, data=decision, ts=ts, origin=origin))
+        out.append(Event(seq=seq + 1, data=expired_result(awaiting, why), ts=ts, origin=origin))
+        seq += 2
+        settled.add(awaiting.call_id)
+    if not out:
+        return out
+    left = [call for call in turn.calls if not call.answered and call.call_id not in settled]
+    if left:
+        return out
+    if turn.open_step is not None:
+        step = turn.open_step
+        end = ev.StepEnd(turn=step.turn, step=step.step, outcome="paused")
+        out.append(Event(seq=seq, data=end, ts=ts, origin=origin))
+        seq += 1
+    turn_end = ev.TurnEnd(
+        reason=TurnEndReason.EXPIRED.value,
+        turn=turn.turn,
+        steps=turn.steps,
+        reports_owed=reports_owed or None,
+    )
+    out.append(Event(seq=seq, data=turn_end, ts=ts, origin=origin))
+    return out

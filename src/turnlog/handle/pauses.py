@@ -1,0 +1,133 @@
+"""Pausing a call and recording decisions about it, for every writer handle."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from turnlog import events as ev
+from turnlog.core.clock import utc_now
+from turnlog.core.pauses import (
+    Awaiting,
+    awaiting_of,
+    check_kind,
+    check_note,
+    expiry_events,
+    rejected_result,
+    timestamp,
+)
+from turnlog.events import Content, Decision, Event, Origin
+from turnlog.handle.state import HandleState
+
+# These are the handle's own rules, as in `turnlog.handle.turns`: they take
+# the state a handle holds, never the handle.
+
+
+def pause(
+    held: HandleState,
+    call_id: str,
+    *,
+    kind: str = "approval",
+    until: dt.datetime | str | None = None,
+    prompt: str | None = None,
+) -> Event[ev.ToolPaused]:
+    """Pause an owed, undispatched call of the open turn, durably (synced):
+    the pause must outlive the process that waits on it."""
+    with held.lock:
+        call = _requested(held, call_id)
+        data = ev.ToolPaused(
+            call_id=call_id,
+            name=call,
+            kind=check_kind(kind),
+            until=timestamp(until),
+            prompt=check_note(prompt, "prompt"),
+        )
+        return held.append(data, sync=not held.never_sync)
+
+
+def _requested(held: HandleState, call_id: str) -> str | None:
+    turn = held.fold.open_turn
+    if turn is not None:
+        for call in turn.calls:
+            if call.call_id == call_id:
+                return call.name
+    return None
+
+
+def approve(
+    held: HandleState, call_id: str, *, by: str | None = None, reason: str | None = None
+) -> Event[ev.ToolDecision]:
+    """Record that the paused call may run (synced). Resuming the turn then
+    dispatches it write-ahead and runs it, once."""
+    data = ev.ToolDecision(
+        call_id=call_id,
+        decision=Decision.APPROVED.value,
+        by=check_note(by, "by"),
+        reason=check_note(reason, "reason"),
+    )
+    return held.append(data, sync=not held.never_sync)
+
+
+def reject(
+    held: HandleState, call_id: str, *, by: str | None = None, reason: str | None = None
+) -> list[Event]:
+    """Record that the paused call must not run, and answer it (A1) in the
+    same write: the model reads that a person declined it."""
+    with held.lock:
+        name = _requested(held, call_id)
+        decision = ev.ToolDecision(
+            call_id=call_id,
+            decision=Decision.REJECTED.value,
+            by=check_note(by, "by"),
+            reason=check_note(reason, "reason"),
+        )
+        result = rejected_result(call_id, name, by=by, reason=reason)
+        return held.append_many(
+            [decision, result], origin=Origin.DECISION.value, sync=not held.never_sync
+        )
+
+
+def deliver(
+    held: HandleState,
+    call_id: str,
+    content: Content,
+    *,
+    by: str | None = None,
+    is_error: bool = False,
+) -> list[Event]:
+    """Record the result an outside system (or a person) delivered for a
+    paused `external` or `input` call, with who delivered it, in one write."""
+    with held.lock:
+        name = _requested(held, call_id)
+        decision = ev.ToolDecision(
+            call_id=call_id, decision=Decision.DELIVERED.value, by=check_note(by, "by")
+        )
+        result = ev.ToolResult(call_id=call_id, name=name, content=content, is_error=is_error)
+        return held.append_many([decision, result], sync=not held.never_sync)
+
+
+def expire(
+    held: HandleState, *, now: dt.datetime | None = None, max_age_s: float | None = None
+) -> list[Event]:
+    """Settle the open turn's undecided pauses past their `until` (or older
+    than `max_age_s`) as not run (A2), synced; the turn ends `expired` when
+    nothing else in it waits. Returns what was written (empty: none expired)."""
+    with held.lock:
+        turn = held.fold.open_turn
+        if turn is None or not turn.waiting:
+            return []
+        events = expiry_events(
+            turn,
+            next_seq=held.fold.next_seq,
+            now=now or dt.datetime.now(dt.UTC),
+            ts=utc_now(),
+            max_age_s=max_age_s,
+            reports_owed=held.fold.reports_owed(),
+        )
+        if events:
+            held.write(held.require_writer(), events, True)
+        return events
+
+
+def awaiting(held: HandleState) -> tuple[Awaiting, ...]:
+    with held.lock:
+        return awaiting_of(held.fold.open_turn)
