@@ -80,6 +80,21 @@ def crashed_session(session_id: str) -> list[Event]:
     return [header, *events[1:]]
 
 
+def paused_session(session_id: str, *, until: str | None = None) -> list[Event]:
+    """A run that paused call `c1` (`pay`) for approval and exited, as a live writer leaves it."""
+    return number(
+        [
+            session(session_id),
+            ev.UserMessage(content="pay bob 5"),
+            turn_start(1),
+            step_start(1, 1),
+            assistant(call("c1", "pay", amount=5)),
+            ev.ToolPaused(call_id="c1", name="pay", kind="approval", until=until),
+            ev.StepEnd(turn=1, step=1, outcome="paused"),
+        ]
+    )
+
+
 def put(store: Store, events: list[Event]) -> None:
     """Write a whole session into a store as it is."""
     with store.create(events[0]) as writer:

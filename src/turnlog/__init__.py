@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from turnlog.ops.open import open
     from turnlog.ops.recover import Recovery, plan, recover
     from turnlog.ops.revival import Revival, revive
+    from turnlog.core.pauses import Awaiting
+    from turnlog.runtime.approvals import Approve, Deliver, Reject
     from turnlog.runtime.async_loop import AsyncLog, aopen, arun_turn
     from turnlog.runtime.loop import AgentSpec, Reply, Tool, continue_run, run_turn
     from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store, open_store
@@ -88,6 +90,11 @@ _HOMES: dict[str, str] = {
     "AgentSpec": "turnlog.runtime.loop",
     "Tool": "turnlog.runtime.loop",
     "Reply": "turnlog.runtime.loop",
+    # Pauses: what a paused run awaits, and the decisions a resume brings.
+    "Awaiting": "turnlog.core.pauses",
+    "Approve": "turnlog.runtime.approvals",
+    "Reject": "turnlog.runtime.approvals",
+    "Deliver": "turnlog.runtime.approvals",
     # Where sessions live.
     "open_store": "turnlog.stores",
     "Store": "turnlog.stores",
@@ -264,11 +271,14 @@ sys.modules[__name__].__class__ = _TopLevel
 
 __all__ = [
     "AgentSpec",
+    "Approve",
     "AssistantMessage",
     "AsyncLog",
+    "Awaiting",
     "Compaction",
     "CorruptLogError",
     "Custom",
+    "Deliver",
     "FormatError",
     "Inspection",
     "JSONLStore",
@@ -278,6 +288,7 @@ __all__ = [
     "NotASessionError",
     "Plan",
     "Recovery",
+    "Reject",
     "Reply",
     "Revival",
     "SQLiteStore",

@@ -31,6 +31,8 @@ def test_every_type_round_trips() -> None:
         ev.StepStart(turn=1, step=1),
         ev.StepEnd(turn=1, step=1, outcome="ok"),
         ev.ToolDispatch(call_id="c", name="n", idempotency="read_only", join="agent-2"),
+        ev.ToolPaused(call_id="c", name="n", kind="approval", until="2026-12-03T09:00:00.000000Z"),
+        ev.ToolDecision(call_id="c", decision="approved", by="alice", reason="ok"),
         ev.Compaction(through_seq=3, summary="short"),
         ev.RunRevived(revival=1, agent_id="a1"),
         ev.SubagentSpawned(agent_id="a2", agent_type="t", label="l", call_id="c", child="s2"),

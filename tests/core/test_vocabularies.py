@@ -20,7 +20,15 @@ import msgspec
 import pytest
 
 import turnlog
-from builders import assistant, crashed_session, put, turn_end, turn_start, write_session
+from builders import (
+    assistant,
+    crashed_session,
+    paused_session,
+    put,
+    turn_end,
+    turn_start,
+    write_session,
+)
 from paths import TESTS
 from turnlog import events as ev
 from turnlog.core.revivable import Refusal, refusal
@@ -59,6 +67,7 @@ def sessions_in_every_state(tmp_path: Path) -> JSONLStore:
         assert turnlog.revive(log).reason == "revived"
     put(store, crashed_session("capped"))
     crashed_again(store, "capped")
+    put(store, paused_session("paused"))
     write_session(root / "idle.jsonl", [ev.UserMessage(content="hi")])
     write_session(
         root / "finished.jsonl",
@@ -89,6 +98,7 @@ def inspections(store: JSONLStore) -> Iterator[Inspection]:
     for session_id in (
         "crashed",
         "told",
+        "paused",
         "idle",
         "owing",
         "finished",
@@ -123,6 +133,7 @@ def test_refusal(tmp_path: Path) -> None:
         ("crashed", 0),
         ("capped", 1),
         ("crashed", 3),
+        ("paused", 3),
     ]:
         with turnlog.open(store, session_id) as log:
             seen.add(refusal(log.verdict(), cap))
@@ -142,6 +153,7 @@ def test_revival_reason(tmp_path: Path) -> None:
             ("capped", 1),
             ("missing", 3),
             ("damaged", 3),
+            ("paused", 3),
         ]
     }
     with turnlog.open(store, "idle"):
@@ -176,6 +188,9 @@ def test_sweep_action(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         return {s.action for s in sweep(store, **options)}
 
     actions = swept("a") | swept("b", revive=True)
+    expiring = JSONLStore(tmp_path / "expiring")
+    put(expiring, paused_session("p", until="2020-01-01T00:00:00Z"))
+    actions |= {s.action for s in sweep(expiring)}
     with turnlog.open(JSONLStore(tmp_path / "sweep"), "a"):
         actions |= swept()  # its writer is live
     # Found crashed, then the repair under its lock fails: reported, not raised.
@@ -210,7 +225,13 @@ def test_tree_decision_and_outcome(tmp_path: Path) -> None:
         with revive_tree(where, "root") as tree:
             nodes += tree.nodes
     store = sessions_in_every_state(tmp_path)
-    for session_id, cap in [("header", 3), ("finished", 3), ("crashed", 0), ("capped", 1)]:
+    for session_id, cap in [
+        ("header", 3),
+        ("finished", 3),
+        ("crashed", 0),
+        ("capped", 1),
+        ("paused", 3),
+    ]:
         with revive_tree(store, session_id, max_revivals=cap) as tree:
             nodes += tree.nodes
     assert {node.decision for node in nodes} == words(TreeDecision)

@@ -8,6 +8,7 @@ from typing import Any, Final, TypeAlias
 import msgspec
 
 from turnlog.core.fold import Message
+from turnlog.core.pauses import Awaiting
 from turnlog.events import Content, IdempotencyValue, ToolCall, check_idempotency
 from turnlog.runtime import background
 from turnlog.runtime.budgets import Budget, seconds
@@ -17,10 +18,20 @@ MAX_STEPS_PER_TURN: Final = 32
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True):
-    """What a model returned: text (or parts) and the tools it asks for."""
+    """What a model returned: text (or parts) and the tools it asks for.
+
+    A turn that stopped to wait for decisions returns the reply it stopped
+    at with `awaiting` set: its paused calls (see `Tool.needs_approval`).
+    """
 
     content: Content = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    awaiting: tuple[Awaiting, ...] = ()
+
+    @property
+    def paused(self) -> bool:
+        """True when the turn stopped to wait for decisions, not for good."""
+        return bool(self.awaiting)
 
 
 Model = Callable[[Sequence[Message]], Reply]
@@ -59,6 +70,13 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True):
     background: bool = False
     # The agent a subagent tool runs (background ones are revived with it).
     spec: Any = None
+    # The call waits for a person's approval before it runs: always (True),
+    # or when `needs_approval(arguments)` says so. The turn pauses; resume it
+    # with decisions (`turnlog.Approve`, `turnlog.Reject`).
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False
+    # The call is never run here: an outside system delivers its result
+    # later (`turnlog.Deliver`); the turn pauses until then.
+    external: bool = False
 
     def __post_init__(self) -> None:
         msgspec.structs.force_setattr(self, "timeout_s", check_deadline(self.timeout_s))

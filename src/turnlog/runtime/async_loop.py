@@ -19,7 +19,7 @@ from turnlog.core.notices import NoticeStyle
 from turnlog.events import Content, Origin, ToolCall
 from turnlog.handle.async_log import AsyncDispatch, AsyncLog
 from turnlog.ops.open import Opening, aopen
-from turnlog.runtime import background
+from turnlog.runtime import approvals, background
 from turnlog.runtime.agents import (
     MAX_STEPS_PER_TURN,
     AgentSpec,
@@ -28,6 +28,7 @@ from turnlog.runtime.agents import (
     ToolOutput,
     check_deadline,
 )
+from turnlog.runtime.approvals import DecisionInput
 from turnlog.runtime.async_background import (
     await_report,
     child_tasks,
@@ -251,6 +252,7 @@ async def arun_turn(
     resume: bool = False,
     await_background: bool = True,
     notice_style: NoticeStyle | None = None,
+    decisions: Mapping[str, DecisionInput] | None = None,
 ) -> Reply:
     """`run_turn` for asyncio: a step's tool calls run concurrently (`gather`),
     each dispatch durable before its tool starts. Models and tools may be
@@ -263,8 +265,22 @@ async def arun_turn(
     the spawn of its child in the same step waits for that spawn, as if the
     calls ran in order. A spent budget answers the calls it left
     undispatched not run (B1) and ends the turn `budget_exhausted`.
+
+    Pauses and their decisions work as in `run_turn`; approved calls run
+    concurrently, as a step's calls do.
     """
     timeout_s = check_deadline(timeout_s)
+    sync_log = log.log
+    await log.call(approvals.refuse_input_while_paused, sync_log, user_text)
+    if log.awaiting:
+        resume = True
+        if decisions:
+            await log.call(approvals.record_decisions, sync_log, decisions)
+        await log.expire()
+        if approvals.undecided(sync_log):
+            return Reply(awaiting=log.awaiting)
+    elif decisions:
+        await log.call(approvals.record_decisions, sync_log, decisions)
     rules = TurnRules(
         max_steps=max_steps,
         max_tool_calls=max_tool_calls,
@@ -276,7 +292,14 @@ async def arun_turn(
         await log.user(user_text)
     await _adopt_background(log, tools)
     reply = Reply()
+    if resume and not log.turn_open:
+        # Every pause expired and closed the turn: nothing is left to resume.
+        return reply
     async with log.turn(resume=resume) as turn:
+        approved = await log.call(approvals.approved_calls, sync_log)
+        if approved:
+            async with log.step():
+                await asyncio.gather(*_step_calls(log, tools, approved, timeout_s))
         while True:
             if not rules.may_step():
                 turn.reason = BUDGET_EXHAUSTED
@@ -286,7 +309,9 @@ async def arun_turn(
             async with log.step():
                 reply = await _maybe_await(model(await log.messages()))
                 await log.assistant(reply.content, reply.tool_calls)
-                calls = list(reply.tool_calls)
+                to_pause, calls = approvals.split_step(tools, reply.tool_calls)
+                for paused_call, kind in to_pause:
+                    await log.pause(paused_call.id, kind=kind)
                 spent: str | None = None
                 allowed = []
                 for call in calls:
@@ -301,6 +326,9 @@ async def arun_turn(
                     await log.append_many(
                         results, origin=Origin.BUDGET.value, allow_undispatched=True
                     )
+            if to_pause and log.turn_open:
+                # The turn stays open, paused; leaving the block ends no turn.
+                return msgspec.structs.replace(reply, awaiting=log.awaiting)
             next_move = rules.after_step(reply, spent)
             if next_move is Next.WAIT:
                 got = await await_report(log, timeout_s=rules.wait_s())

@@ -22,7 +22,7 @@ from turnlog.handle.blocks import DispatchBlock
 from turnlog.handle.log import Log
 from turnlog.ops.open import open as open_log
 from turnlog.ops.tree import RevivedTree, TreeNode, settled_events
-from turnlog.runtime import background
+from turnlog.runtime import approvals, background
 from turnlog.runtime.agents import (
     MAX_STEPS_PER_TURN,
     AgentSpec,
@@ -32,6 +32,7 @@ from turnlog.runtime.agents import (
     ToolOutput,
     check_deadline,
 )
+from turnlog.runtime.approvals import DecisionInput
 from turnlog.runtime.budgets import BudgetClock, budget_spent_result
 from turnlog.runtime.deadlines import ToolThread, behind_deadline_result, past_deadline_result
 from turnlog.runtime.subagents import (
@@ -216,6 +217,7 @@ def run_turn(
     resume: bool = False,
     await_background: bool = True,
     notice_style: NoticeStyle | None = None,
+    decisions: Mapping[str, DecisionInput] | None = None,
 ) -> Reply:
     """Run one turn to its answer and return the final reply.
 
@@ -239,8 +241,29 @@ def run_turn(
 
     `resume=True` carries on the open turn a tree revival left (see
     `Log.turn`) instead of starting one.
+
+    Pauses: a call whose tool `needs_approval` (or is `external`) is paused
+    (`tool_paused`, synced) instead of run; the step's other calls run, and
+    the turn stops there, open and paused, returning the reply with
+    `awaiting` set. Resume it (this process or another) with
+    `resume=True` and `decisions` ({call_id: Approve() | Reject(...) |
+    Deliver(...)}), recorded before anything acts on them; or record them
+    first (`log.approve`, `turnlog approve`) and resume without. Approved
+    calls then run once, dispatched write-ahead; rejected ones never. While
+    a call is still undecided the resume returns the paused reply again and
+    writes nothing. Pauses past their deadline are settled first (A2).
     """
     timeout_s = check_deadline(timeout_s)
+    approvals.refuse_input_while_paused(log, user_text)
+    if log.awaiting:
+        resume = True
+        if decisions:
+            approvals.record_decisions(log, decisions)
+        log.expire()
+        if approvals.undecided(log):
+            return Reply(awaiting=log.awaiting)
+    elif decisions:
+        approvals.record_decisions(log, decisions)  # refuses: nothing waits
     rules = TurnRules(
         max_steps=max_steps,
         max_tool_calls=max_tool_calls,
@@ -251,7 +274,14 @@ def run_turn(
         log.user(user_text)
     _adopt_background(log, tools)
     reply = Reply()
+    if resume and not log.turn_open:
+        # Every pause expired and closed the turn: nothing is left to resume.
+        return reply
     with log.turn(resume=resume) as turn:
+        approved = approvals.approved_calls(log)
+        if approved:
+            with log.step():
+                _run_calls(log, tools, approved, rules.clock, timeout_s)
         while True:
             if not rules.may_step():
                 turn.reason = BUDGET_EXHAUSTED
@@ -262,7 +292,13 @@ def run_turn(
             with log.step():
                 reply = model(log.messages)
                 log.assistant(reply.content, reply.tool_calls)
-                spent = _run_calls(log, tools, reply.tool_calls, rules.clock, timeout_s)
+                to_pause, to_run = approvals.split_step(tools, reply.tool_calls)
+                for call, kind in to_pause:
+                    log.pause(call.id, kind=kind)
+                spent = _run_calls(log, tools, to_run, rules.clock, timeout_s)
+            if to_pause and log.turn_open:
+                # The turn stays open, paused; leaving the block ends no turn.
+                return msgspec.structs.replace(reply, awaiting=log.awaiting)
             next_move = rules.after_step(reply, spent)
             if next_move is Next.WAIT:
                 got = background.wait_for_report(log, timeout_s=rules.wait_s())

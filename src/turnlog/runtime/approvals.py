@@ -1,0 +1,145 @@
+"""The reference loops' pauses: which calls wait for a decision, and what a resume decides."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+import msgspec
+
+from turnlog.core.fold import Message
+from turnlog.errors import UsageError
+from turnlog.events import Content, Decision, PauseKind, ToolCall
+from turnlog.handle.log import Log
+from turnlog.runtime.agents import Tool
+
+
+class Approve(msgspec.Struct, frozen=True, kw_only=True):
+    """Run the paused call (once, dispatched write-ahead) when the turn resumes."""
+
+    by: str | None = None
+    reason: str | None = None
+
+
+class Reject(msgspec.Struct, frozen=True, kw_only=True):
+    """Never run the paused call; the model reads that it was declined (A1)."""
+
+    by: str | None = None
+    reason: str | None = None
+
+
+class Deliver(msgspec.Struct, frozen=True, kw_only=True):
+    """The result an outside system (or a person) gives a paused `external` or `input` call."""
+
+    content: Content
+    by: str | None = None
+    is_error: bool = False
+
+
+#: What a resume may say of one paused call.
+DecisionInput: TypeAlias = Approve | Reject | Deliver
+
+
+def pause_kind(tool: Tool | None, call: ToolCall) -> str | None:
+    """The kind of pause `call` takes before it may run, or None to run it now."""
+    if tool is None:
+        return None
+    if tool.external:
+        return PauseKind.EXTERNAL.value
+    needs = tool.needs_approval
+    if callable(needs):
+        arguments: Any = call.arguments if isinstance(call.arguments, dict) else {}
+        needs = bool(needs(arguments))
+    return PauseKind.APPROVAL.value if needs else None
+
+
+def split_step(
+    tools: Mapping[str, Tool], calls: Sequence[ToolCall]
+) -> tuple[list[tuple[ToolCall, str]], list[ToolCall]]:
+    """A step's calls: those to pause (with their kind), then those to run now, in order."""
+    to_pause: list[tuple[ToolCall, str]] = []
+    to_run: list[ToolCall] = []
+    for call in calls:
+        kind = pause_kind(tools.get(call.name), call)
+        if kind is None:
+            to_run.append(call)
+        else:
+            to_pause.append((call, kind))
+    return to_pause, to_run
+
+
+def record_decisions(log: Log, decisions: Mapping[str, DecisionInput]) -> None:
+    """Record each decision (checked against the log first: nothing is written
+    when one names a call that does not wait, or does not fit its pause)."""
+    waiting = {one.call_id: one for one in log.awaiting}
+    for call_id, decision in decisions.items():
+        one = waiting.get(call_id)
+        if one is None:
+            raise UsageError(
+                f"a decision for call {call_id!r}, which does not wait in the open turn",
+                hint="decide only calls the paused run lists (`reply.awaiting`, "
+                "`turnlog inspect`); a call decided before is not decided again",
+            )
+        if one.decision is not None:
+            raise UsageError(
+                f"call {call_id!r} was already {one.decision}",
+                hint="a decision is final; resume without it",
+            )
+        if not isinstance(decision, Approve | Reject | Deliver):
+            raise UsageError(
+                f"the decision for {call_id!r} is {decision!r}",
+                hint="pass turnlog.Approve(), turnlog.Reject(reason=...) or "
+                "turnlog.Deliver(content=...)",
+            )
+        fits = {
+            PauseKind.APPROVAL.value: (Approve, Reject),
+            PauseKind.EXTERNAL.value: (Deliver, Reject),
+            PauseKind.INPUT.value: (Deliver, Reject),
+        }.get(one.kind, (Approve, Reject))
+        if not isinstance(decision, fits):
+            raise UsageError(
+                f"call {call_id!r} waits for {one.kind}; {type(decision).__name__} does not "
+                "answer it",
+                hint="approve or reject an approval; deliver (or reject) an external or input call",
+            )
+    for call_id, decision in decisions.items():
+        if isinstance(decision, Approve):
+            log.approve(call_id, by=decision.by, reason=decision.reason)
+        elif isinstance(decision, Reject):
+            log.reject(call_id, by=decision.by, reason=decision.reason)
+        else:
+            log.deliver(call_id, decision.content, by=decision.by, is_error=decision.is_error)
+
+
+def approved_calls(log: Log) -> list[ToolCall]:
+    """The paused calls approved and not yet run, as the model asked for
+    them (with their arguments), in order of asking."""
+    approved = {one.call_id for one in log.awaiting if one.decision == Decision.APPROVED.value}
+    if not approved:
+        return []
+    return _asked(log.messages, approved)
+
+
+def _asked(messages: Sequence[Message], call_ids: set[str]) -> list[ToolCall]:
+    # The newest request of each id: ids may repeat across turns.
+    found: dict[str, ToolCall] = {}
+    for message in messages:
+        for call in message.tool_calls:
+            if call.id in call_ids:
+                found.pop(call.id, None)
+                found[call.id] = call
+    return list(found.values())
+
+
+def undecided(log: Log) -> bool:
+    """True while a paused call of the open turn has no decision yet."""
+    return any(one.decision is None for one in log.awaiting)
+
+
+def refuse_input_while_paused(log: Log, user_text: Content | None) -> None:
+    if user_text is not None and log.awaiting:
+        raise UsageError(
+            "the session's turn is paused; a new message cannot start another turn",
+            hint="decide its paused calls (`decisions=`, or `turnlog approve` / `turnlog "
+            "reject`) and resume it with run_turn(..., resume=True) and no user_text",
+        )
