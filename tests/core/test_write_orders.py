@@ -11,6 +11,7 @@ answered exactly once, and the tail reader decides as a full fold does.
 
 from __future__ import annotations
 
+import datetime
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -56,6 +57,15 @@ operations = st.one_of(
     st.tuples(st.just("batch"), ids),
     st.tuples(st.just("end_turn")),
     st.tuples(st.just("raw_orphaned"), ids),
+    # Pauses: a call waits for a decision, which is then recorded and acted on.
+    st.tuples(st.just("pause"), ids, st.sampled_from(["approval", "external", "input"])),
+    st.tuples(st.just("approve"), ids),
+    st.tuples(st.just("reject"), ids),
+    st.tuples(st.just("deliver"), ids),
+    st.tuples(st.just("expire")),
+    st.tuples(st.just("raw_decision"), ids, st.sampled_from(["approved", "expired", "maybe"])),
+    st.tuples(st.just("resume_turn")),
+    st.tuples(st.just("ask_and_pause"), ids, st.sampled_from(["approval", "external"])),
 )
 # How the session opens: the user's request, an empty user message (which
 # every export drops), or nothing before what the operations write.
@@ -112,6 +122,20 @@ def run(log: turnlog.Log, op: tuple[Any, ...], handles: dict[str, turnlog.Dispat
             ),
             origin="recovery",
         )
+    elif kind == "pause":
+        log.pause(op[1], kind=op[2], until="2030-01-01T00:00:00Z")
+    elif kind == "approve":
+        log.approve(op[1], by="alice")
+    elif kind == "reject":
+        log.reject(op[1], by="alice", reason="not now")
+    elif kind == "deliver":
+        log.deliver(op[1], "it arrived", by="erp")
+    elif kind == "expire":
+        log.expire(now=datetime.datetime(2031, 1, 1, tzinfo=datetime.UTC))
+    elif kind == "raw_decision":
+        log.append(ev.ToolDecision(call_id=op[1], decision=op[2]))
+    elif kind == "resume_turn":
+        log.begin_turn(resume=True)
     elif kind == "end_turn":
         if log.verdict().open_turn is None:
             raise turnlog.UsageError("no open turn")
@@ -124,6 +148,9 @@ def expand(ops: list[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
         if op[0] == "ask_and_dispatch":
             yield ("assistant", [op[1]], 2)
             yield ("dispatch", op[1])
+        elif op[0] == "ask_and_pause":
+            yield ("assistant", [op[1]], 2)
+            yield ("pause", op[1], op[2])
         else:
             yield op
 
@@ -153,6 +180,22 @@ def write(
     return store.read("orders")
 
 
+def decide_every_pause(events: list[Event]) -> list[Event]:
+    """Act on every pause of a paused log as a resumed run does: run the
+    approved calls, reject the others, then end the turn."""
+    store = MemoryStore()
+    store.write_session(events)
+    with turnlog.open(store, "orders") as log:
+        for waiting in log.awaiting:
+            if waiting.decision == "approved":
+                log.begin_dispatch(ToolCall(id=waiting.call_id, name="tool")).result("ran")
+            else:
+                log.reject(waiting.call_id, by="the test")
+        with log.turn(resume=True):
+            pass
+    return store.read("orders")
+
+
 def tail_verdict(events: list[Event]) -> Any:
     kept, revivals_before = collect_tail(reversed(events))
     header = events[0] if kept and kept[0].seq != 0 else None
@@ -171,7 +214,14 @@ def check_every_crash(events: list[Event]) -> None:
         assert plan(repaired).events == ()
         answered = Counter(e.data.call_id for e in repairs if isinstance(e.data, ev.ToolResult))
         assert sorted(answered) == sorted(owed) and set(answered.values()) <= {1}
-        assert fold(repaired).open_turn is None
+        left = fold(repaired).open_turn
+        if left is not None:
+            # Nothing repairs a pause: only calls waiting on decisions are
+            # left, and once decided the turn ends and every export is valid.
+            assert left.paused, cut
+            COUNTS["paused"] += 1
+            repaired = decide_every_pause(repaired)
+            assert fold(repaired).open_turn is None
         # One verdict: the tail decides as the whole log does.
         assert tail_verdict(log) == verdict(log), cut
         messages = fold(repaired).messages

@@ -130,7 +130,10 @@ def export_command(
     state = Fold(_events(store, session_id)).state
     messages: Sequence[Message] = state.messages
     dangling = patch_dangling_tool_calls(messages)
-    fix = _export_fix(session, state.open_turn is not None, len(dangling) != len(messages))
+    paused = state.open_turn is not None and state.open_turn.paused
+    fix = _export_fix(
+        session, state.open_turn is not None, len(dangling) != len(messages), paused=paused
+    )
     if patch_in_memory:
         messages = dangling
     del dangling
@@ -155,8 +158,15 @@ def export_command(
         sys.exit(EXIT_FINDINGS)
 
 
-def _export_fix(session: str, turn_open: bool, dangling: bool) -> str:
+def _export_fix(session: str, turn_open: bool, dangling: bool, *, paused: bool = False) -> str:
     """What fixes an export a provider would reject, from what the log shows."""
+    if paused:
+        return (
+            "the session is paused: its calls wait for decisions, not for recovery "
+            f"(`turnlog inspect {session}` lists them); decide them (`turnlog approve`, "
+            "`turnlog reject`, `turnlog deliver`) and resume the run, or export with "
+            "--patch-in-memory to answer them in the request only"
+        )
     if turn_open:
         return (
             "the session has a turn that never ended (a crash, or a run still going): "
