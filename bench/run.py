@@ -27,8 +27,7 @@ from typing import Any
 
 import per_turn
 from children import child_main
-from registry import check
-from registry import table as registry_table
+from registry import check, table as registry_table
 from report import CORRECTIONS, machine, missed_notes, register_targets, table
 
 # Importing the sections registers their child tasks, which a child run of

@@ -19,6 +19,7 @@ FLOORS: dict[str, int] = {
     "errors": 1,
     "text": 1,
     "events": 2,
+    "words": 1,
     "core": 3,
     "stores": 4,
     "providers": 4,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # What type checkers and IDEs see; at run time `__getattr__` imports each
     # name from the same module on first use.
+    from turnlog.core.pauses import Awaiting
     from turnlog.core.recovery import Plan
     from turnlog.core.verdict import Verdict, is_finished, verdict
     from turnlog.errors import (
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from turnlog.ops.open import open
     from turnlog.ops.recover import Recovery, plan, recover
     from turnlog.ops.revival import Revival, revive
-    from turnlog.core.pauses import Awaiting
     from turnlog.runtime.approvals import Approve, Deliver, Reject
     from turnlog.runtime.async_loop import AsyncLog, aopen, arun_turn
     from turnlog.runtime.loop import AgentSpec, Reply, Tool, continue_run, run_turn

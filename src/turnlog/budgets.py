@@ -6,22 +6,12 @@ from turnlog.errors import (
 )
 from turnlog.events import (
     Risk as Risk,
-)
-from turnlog.events import (
     ToolCall as ToolCall,
 )
 from turnlog.runtime.budgets import (
     Budget as Budget,
-)
-from turnlog.runtime.budgets import (
     BudgetClock as BudgetClock,
-)
-from turnlog.runtime.budgets import (
     budget_spent_result as budget_spent_result,
-)
-from turnlog.runtime.budgets import (
     count as count,
-)
-from turnlog.runtime.budgets import (
     seconds as seconds,
 )

@@ -3,11 +3,7 @@ re-exports the documented names, so code written for the old path keeps working.
 
 from turnlog.core.damage import (
     Problem as Problem,
-)
-from turnlog.core.damage import (
     Scan as Scan,
-)
-from turnlog.core.damage import (
     TornTail as TornTail,
 )
 from turnlog.events import (

@@ -4,16 +4,26 @@
 # msgspec reads every field's type when the decoders are built at import, and
 # objects cost it less to read than strings to evaluate.
 
-import enum
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, Literal, TypeAlias, Union, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeAlias, Union, cast
 
 import msgspec
 
-from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeError, UsageError
-from turnlog.text import Content as Content
-from turnlog.text import display_text
+from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeError
+from turnlog.errors import UsageError as UsageError  # documented here before the words moved
+from turnlog.text import Content as Content, display_text
+from turnlog.words import (
+    IDEMPOTENCY_VALUES as IDEMPOTENCY_VALUES,
+    Decision as Decision,
+    Idempotency as Idempotency,
+    IdempotencyValue as IdempotencyValue,
+    Origin as Origin,
+    PauseKind as PauseKind,
+    Risk as Risk,
+    TurnEndReason as TurnEndReason,
+    check_idempotency as check_idempotency,
+)
 
 FORMAT_VERSION: Final = 1
 
@@ -30,98 +40,6 @@ MAX_RECORD_BYTES: Final = MAX_LINE_BYTES - LINE_OVERHEAD_BYTES
 # any reader's decoder handles (about 990 levels here, less on a deep stack),
 # so whatever is written can be read back.
 MAX_NESTING_DEPTH: Final = 256
-
-
-class Origin(enum.StrEnum):
-    """Who wrote an event that the agent did not: nothing synthetic is unmarked."""
-
-    RECOVERY = "recovery"
-    REVIVAL = "revival"
-    IMPORT = "import"
-    # Written by the writer itself while unwinding an exception in a live run.
-    UNWIND = "unwind"
-    # Written by a live loop for calls its per-call deadline settled (D1, D2).
-    DEADLINE = "deadline"
-    # Written by a live loop for calls a spent turn budget left undispatched (B1).
-    BUDGET = "budget"
-    # Written by a live loop when a background subagent's report reaches its
-    # parent, or when the child is known lost.
-    BACKGROUND = "background"
-    # Written by a live writer acting on a person's (or a system's) decision
-    # about a paused call: the result of a rejected call (A1).
-    DECISION = "decision"
-    # Written when a pause's deadline (or a sweep's maximum age) passed with
-    # no decision: the call is settled as not run (A2).
-    EXPIRY = "expiry"
-    # In-memory patches of a transcript; never written to a log.
-    PATCH = "patch"
-
-
-class Risk(enum.StrEnum):
-    """What a synthetic tool result knows about whether the call ran."""
-
-    NOT_STARTED = "tool_not_started"
-    OUTCOME_UNKNOWN = "tool_outcome_unknown"
-
-
-class TurnEndReason(enum.StrEnum):
-    COMPLETE = "complete"
-    REJECTED = "rejected"
-    ERROR = "error"
-    CANCELLED = "cancelled"
-    # A budget of the turn (tool calls, steps or wall time) was spent.
-    BUDGET_EXHAUSTED = "budget_exhausted"
-    # Written only by recovery.
-    INTERRUPTED = "interrupted"
-    # Every call the turn paused for was settled by its pause's expiry.
-    EXPIRED = "expired"
-
-
-class PauseKind(enum.StrEnum):
-    """What a paused call waits for."""
-
-    # A person's approval before the call runs.
-    APPROVAL = "approval"
-    # A result an outside system delivers later: the call is not run here.
-    EXTERNAL = "external"
-    # A human's answer, delivered as the call's result.
-    INPUT = "input"
-
-
-class Decision(enum.StrEnum):
-    """What was decided about a paused call."""
-
-    APPROVED = "approved"
-    REJECTED = "rejected"
-    # The awaited result arrived (an `external` or `input` call).
-    DELIVERED = "delivered"
-    # No decision came before the pause's deadline.
-    EXPIRED = "expired"
-
-
-class Idempotency(enum.StrEnum):
-    READ_ONLY = "read_only"
-    IDEMPOTENT = "idempotent"
-    DESTRUCTIVE = "destructive"
-    UNKNOWN = "unknown"
-
-
-#: What a dispatch may say about its tool, for signatures a type checker reads.
-IdempotencyValue: TypeAlias = Literal["read_only", "idempotent", "destructive", "unknown"]
-IDEMPOTENCY_VALUES: Final = tuple(value.value for value in Idempotency)
-
-
-def check_idempotency(value: object, *, tool: str | None = None) -> IdempotencyValue:
-    """One of the four idempotency values, or a `UsageError` listing them: a
-    typo would silently lose the wording the value stands for."""
-    if isinstance(value, str) and value in IDEMPOTENCY_VALUES:
-        return cast(IdempotencyValue, value)
-    which = f" for tool {tool!r}" if tool else ""
-    raise UsageError(
-        f"idempotency {value!r}{which} is not one of {', '.join(IDEMPOTENCY_VALUES)}",
-        hint="declare each tool as read_only (only reads), idempotent (safe to repeat), "
-        "destructive (changes state, never retry blindly) or unknown",
-    )
 
 
 # Payloads and events hold JSON data only, which cannot form reference

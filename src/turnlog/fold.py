@@ -3,14 +3,10 @@ re-exports the documented names, so code written for the old path keeps working.
 
 from turnlog.core.fold import (
     Fold as Fold,
-)
-from turnlog.core.fold import (
     fold as fold,
 )
 from turnlog.core.state import (
     Message as Message,
-)
-from turnlog.core.state import (
     SessionState as SessionState,
 )
 from turnlog.core.transcript import (
@@ -18,7 +14,5 @@ from turnlog.core.transcript import (
 )
 from turnlog.events import (
     Event as Event,
-)
-from turnlog.events import (
     Origin as Origin,
 )

@@ -6,8 +6,6 @@ from turnlog.core.fold import (
 )
 from turnlog.errors import (
     ForkBoundaryError as ForkBoundaryError,
-)
-from turnlog.errors import (
     FormatError as FormatError,
 )
 from turnlog.events import (
@@ -15,8 +13,6 @@ from turnlog.events import (
 )
 from turnlog.ops.fork import (
     fork as fork,
-)
-from turnlog.ops.fork import (
     fork_session as fork_session,
 )
 from turnlog.stores.base import (

@@ -13,26 +13,18 @@ from turnlog.core.recovery import (
 )
 from turnlog.core.state import (
     Message as Message,
-)
-from turnlog.core.state import (
     SessionState as SessionState,
 )
 from turnlog.core.verdict import (
     Verdict as Verdict,
-)
-from turnlog.core.verdict import (
     decide as decide,
 )
 from turnlog.errors import (
     TurnlogError as TurnlogError,
-)
-from turnlog.errors import (
     UsageError as UsageError,
 )
 from turnlog.events import (
     Event as Event,
-)
-from turnlog.events import (
     ToolCall as ToolCall,
 )
 from turnlog.handle.dispatch import (

@@ -3,17 +3,9 @@ re-exports the documented names, so code written for the old path keeps working.
 
 from turnlog.core.notices import (
     DEFAULT_STYLE as DEFAULT_STYLE,
-)
-from turnlog.core.notices import (
     NOTIFICATION_FRAME as NOTIFICATION_FRAME,
-)
-from turnlog.core.notices import (
     SYSTEM_PROMPT_SNIPPET as SYSTEM_PROMPT_SNIPPET,
-)
-from turnlog.core.notices import (
     NoticeStyle as NoticeStyle,
-)
-from turnlog.core.notices import (
     framed as framed,
 )
 from turnlog.errors import (

@@ -9,17 +9,11 @@ from turnlog.core.recovery import (
 )
 from turnlog.errors import (
     SessionLockedError as SessionLockedError,
-)
-from turnlog.errors import (
     UnfinishedSessionError as UnfinishedSessionError,
 )
 from turnlog.ops.recover import (
     Recovery as Recovery,
-)
-from turnlog.ops.recover import (
     plan_stored as plan_stored,
-)
-from turnlog.ops.recover import (
     recover as recover,
 )
 from turnlog.stores.base import (

@@ -3,11 +3,7 @@ re-exports the documented names, so code written for the old path keeps working.
 
 from turnlog.errors import (
     SessionLockedError as SessionLockedError,
-)
-from turnlog.errors import (
     TurnlogError as TurnlogError,
-)
-from turnlog.errors import (
     UsageError as UsageError,
 )
 from turnlog.ops.inspection import (
@@ -15,11 +11,7 @@ from turnlog.ops.inspection import (
 )
 from turnlog.ops.sweep import (
     SweepAction as SweepAction,
-)
-from turnlog.ops.sweep import (
     Swept as Swept,
-)
-from turnlog.ops.sweep import (
     sweep as sweep,
 )
 from turnlog.stores.base import (

@@ -6,40 +6,18 @@ from turnlog.core.fold import (
 )
 from turnlog.core.verdict import (
     REASONING_PARTS as REASONING_PARTS,
-)
-from turnlog.core.verdict import (
     OwedCall as OwedCall,
-)
-from turnlog.core.verdict import (
     Verdict as Verdict,
-)
-from turnlog.core.verdict import (
     Wait as Wait,
-)
-from turnlog.core.verdict import (
     classify as classify,
-)
-from turnlog.core.verdict import (
     decide as decide,
-)
-from turnlog.core.verdict import (
     is_finished as is_finished,
-)
-from turnlog.core.verdict import (
     only_reasoning as only_reasoning,
-)
-from turnlog.core.verdict import (
     owed_calls as owed_calls,
-)
-from turnlog.core.verdict import (
     verdict as verdict,
-)
-from turnlog.core.verdict import (
     waits_of as waits_of,
 )
 from turnlog.events import (
     Event as Event,
-)
-from turnlog.events import (
     Risk as Risk,
 )

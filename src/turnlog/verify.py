@@ -9,8 +9,6 @@ from turnlog.core.fold import (
 )
 from turnlog.errors import (
     TurnlogError as TurnlogError,
-)
-from turnlog.errors import (
     UsageError as UsageError,
 )
 from turnlog.events import (
@@ -18,14 +16,8 @@ from turnlog.events import (
 )
 from turnlog.ops.verify import (
     EventChecker as EventChecker,
-)
-from turnlog.ops.verify import (
     Report as Report,
-)
-from turnlog.ops.verify import (
     verify_session as verify_session,
-)
-from turnlog.ops.verify import (
     verify_store as verify_store,
 )
 from turnlog.stores import (

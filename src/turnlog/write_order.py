@@ -6,22 +6,14 @@ from turnlog.core.fold import (
 )
 from turnlog.core.write_order import (
     CHECKED_TYPES as CHECKED_TYPES,
-)
-from turnlog.core.write_order import (
     ORDER_RULES as ORDER_RULES,
-)
-from turnlog.core.write_order import (
     order_error as order_error,
 )
 from turnlog.errors import (
     UsageError as UsageError,
-)
-from turnlog.errors import (
     WriteOrderError as WriteOrderError,
 )
 from turnlog.events import (
     Origin as Origin,
-)
-from turnlog.events import (
     TurnEndReason as TurnEndReason,
 )

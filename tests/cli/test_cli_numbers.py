@@ -16,8 +16,7 @@ from pathlib import Path
 import click
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from builders import crashed_session, put
 from entry_point import cli

@@ -9,8 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 
 from strategies import rich_sessions
-from turnlog import events as ev
-from turnlog import providers
+from turnlog import events as ev, providers
 from turnlog.core.fold import fold
 from turnlog.core.verdict import verdict
 from turnlog.events import Event

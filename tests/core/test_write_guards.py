@@ -10,8 +10,7 @@ import pytest
 
 import turnlog
 from builders import assert_exports_valid, write_session
-from turnlog import events as ev
-from turnlog import providers
+from turnlog import events as ev, providers
 from turnlog.core.fold import Message
 from turnlog.errors import SessionInterruptedError, WriteOrderError
 from turnlog.events import ToolCall

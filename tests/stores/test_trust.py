@@ -16,8 +16,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import turnlog
 from builders import (
@@ -33,8 +32,7 @@ from builders import (
 )
 from entry_point import cli
 from paths import ROOT
-from turnlog import events as ev
-from turnlog import providers
+from turnlog import events as ev, providers
 from turnlog.core.fold import fold
 from turnlog.events import MAX_LINE_BYTES, MAX_NESTING_DEPTH, Event
 from turnlog.ops.fork import fork_session

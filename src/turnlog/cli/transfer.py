@@ -121,8 +121,7 @@ def export_command(
 
     With --json the output is {"provider", "request", "violations"}.
     """
-    from turnlog.providers import render as render_request
-    from turnlog.providers import validate as validate_request
+    from turnlog.providers import render as render_request, validate as validate_request
 
     store, session_id = resolve_session(session, store_url)
     # Only the transcript is kept, never the events; the request is written

@@ -12,9 +12,11 @@ from turnlog.core.sniff import CLAUDE_CODE
 from turnlog.errors import InvalidSessionIdError, TurnlogError, UsageError
 from turnlog.events import ToolCall
 from turnlog.formats.builder import Builder, Call, Transcript
-from turnlog.formats.claude_code_files import agent_files as agent_files
-from turnlog.formats.claude_code_files import agent_of as agent_of
-from turnlog.formats.claude_code_files import main_file_of as main_file_of
+from turnlog.formats.claude_code_files import (
+    agent_files as agent_files,
+    agent_of as agent_of,
+    main_file_of as main_file_of,
+)
 from turnlog.formats.foreign import Parsed, parse, read_file
 from turnlog.stores.base import child_session_id, validate_agent_id, validate_session_id
 from turnlog.text import foreign_text

@@ -36,9 +36,11 @@ from turnlog.formats.foreign import (
     read_tail,
     refuse_if_live,
 )
-from turnlog.formats.repair_lines import OwedOutput as OwedOutput
-from turnlog.formats.repair_lines import owed_outputs as owed_outputs
-from turnlog.formats.repair_lines import repair_lines
+from turnlog.formats.repair_lines import (
+    OwedOutput as OwedOutput,
+    owed_outputs as owed_outputs,
+    repair_lines,
+)
 from turnlog.ops.transfer import write_events
 from turnlog.stores import Store
 

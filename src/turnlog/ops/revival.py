@@ -33,8 +33,7 @@ from turnlog.errors import (
     UsageError,
 )
 from turnlog.events import Origin
-from turnlog.handle.log import Log
-from turnlog.handle.log import open_handle as open_log
+from turnlog.handle.log import Log, open_handle as open_log
 from turnlog.stores import Store
 
 # The notice's body; the model reads it inside the notification frame

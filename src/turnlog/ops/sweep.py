@@ -76,10 +76,10 @@ def sweep(
             hint="pass the age below which a session is left alone, such as 60",
         )
     if paused_max_age_s is not None and not (
-        isinstance(paused_max_age_s, int | float) and 0 < paused_max_age_s < math.inf
+        isinstance(paused_max_age_s, int | float) and 0 <= paused_max_age_s < math.inf
     ):
         raise UsageError(
-            f"paused_max_age_s must be a finite number of seconds > 0, not {paused_max_age_s!r}",
+            f"paused_max_age_s must be a finite number of seconds >= 0, not {paused_max_age_s!r}",
             hint="pass how long a pause may wait for its decision, such as 7 * 86400",
         )
     cap = DEFAULT_MAX_REVIVALS if max_revivals is None else check_max_revivals(max_revivals)

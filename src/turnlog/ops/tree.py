@@ -22,8 +22,7 @@ from turnlog.errors import (
     UnfinishedSessionError,
 )
 from turnlog.events import Content, Origin
-from turnlog.handle.log import Log
-from turnlog.handle.log import open_handle as open_log
+from turnlog.handle.log import Log, open_handle as open_log
 from turnlog.ops.revival import Revival, RevivalReason, revive
 from turnlog.stores import Store, child_session_id, stored_session
 from turnlog.text import display_text

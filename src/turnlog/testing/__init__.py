@@ -14,8 +14,10 @@ PostgreSQL stores. Needs pytest.
 from turnlog.testing.basics import BasicContract
 from turnlog.testing.concurrency import ConcurrencyContract
 from turnlog.testing.processes import ProcessContract
-from turnlog.testing.support import CONTRACT_LOG
-from turnlog.testing.support import LOG as LOG  # the name earlier releases used
+from turnlog.testing.support import (
+    CONTRACT_LOG,
+    LOG as LOG,  # the name earlier releases used
+)
 from turnlog.testing.whole_session import WholeSessionContract
 
 __all__ = ["CONTRACT_LOG", "StoreContract"]
