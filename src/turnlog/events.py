@@ -10,8 +10,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeAlias, Unio
 
 import msgspec
 
-from turnlog.errors import FormatError, LimitExceededError, UnknownEventTypeError
-from turnlog.errors import UsageError as UsageError  # documented here before the words moved
+from turnlog.errors import (
+    FormatError,
+    LimitExceededError,
+    UnknownEventTypeError,
+    UsageError as UsageError,  # documented here before the words moved
+)
 from turnlog.text import Content as Content, display_text
 from turnlog.words import (
     IDEMPOTENCY_VALUES as IDEMPOTENCY_VALUES,
