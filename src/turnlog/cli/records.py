@@ -73,8 +73,15 @@ def show_command(
         _stream_json({"session_id": session_id, "events": (ev.to_builtins(e) for e in events)})
     else:
         from turnlog.cli.render import render_timeline
+        from turnlog.core.pauses import describe_pause
+        from turnlog.ops.inspection import inspect
 
-        render_timeline(_console(), events, full=full)
+        console = _console()
+        render_timeline(console, events, full=full)
+        found = inspect(store, session_id)
+        if found.awaiting:
+            # The turn has no end to show: say why it is open, and that it did not crash.
+            console.print(f"turn open, {describe_pause(found.awaiting)}", style="bold yellow")
 
 
 def _instant(text: str | None) -> dt.datetime | None:

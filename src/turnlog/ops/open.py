@@ -45,7 +45,9 @@ def open(
     A session whose last writer died mid-turn opens as `crashed`: it refuses
     every write until it is recovered. `recover=True` recovers it on open
     (`log.recover()`); `revive=True` revives it (`turnlog.revive(log)`: recover,
-    mark the revival, tell the model), within the default revival cap.
+    mark the revival, tell the model), within the default revival cap. A
+    paused session opens as it is, never crashed; with either flag, its
+    pauses past their deadline are settled as not run (A2).
     """
     log = open_handle(
         target,
@@ -61,14 +63,17 @@ def open(
     # Also a session recovered already (by `turnlog recover` or a sweep) and
     # not yet told is revived, as `turnlog revive` revives it; a healthy
     # session is left as it is.
-    if revive:
-        try:
+    try:
+        if revive:
             revive_log(log)
             if log.crashed:  # not revived (past the cap): recovery still closes the turn
                 log.recover()
-        except BaseException:
-            log.close()
-            raise
+        if (recover or revive) and log.awaiting:
+            # A pause is never repaired, but one past its deadline is settled.
+            log.expire()
+    except BaseException:
+        log.close()
+        raise
     return log
 
 
