@@ -185,6 +185,11 @@ def decide_every_pause(events: list[Event]) -> list[Event]:
     store = MemoryStore()
     store.write_session(events)
     with turnlog.open(store, "orders") as log:
+        log.settle_decided()
+        # A pause expired before the cut, its result not written: answered now.
+        log.expire(now=datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC))
+        if not log.turn_open:
+            return store.read("orders")  # that expiry settled the turn's last wait
         for waiting in log.awaiting:
             if waiting.decision == "approved":
                 log.begin_dispatch(ToolCall(id=waiting.call_id, name="tool")).result("ran")

@@ -262,6 +262,19 @@ def _age_text(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
+def decided_results(turn: OpenTurn) -> list[ev.ToolResult]:
+    """The results that recorded rejections still owe: a rejection is written
+    with its result in one write, but a torn write (power loss) or another
+    writer may leave the decision alone. Acting on it answers the call (A1)."""
+    out = []
+    for awaiting in awaiting_of(turn):
+        if awaiting.decision == Decision.REJECTED.value:
+            out.append(
+                rejected_result(awaiting.call_id, awaiting.name, by=awaiting.by, reason=None)
+            )
+    return out
+
+
 def expiry_events(
     turn: OpenTurn,
     *,
@@ -281,14 +294,21 @@ def expiry_events(
     origin = Origin.EXPIRY.value
     settled = set()
     for awaiting in awaiting_of(turn):
-        why = expired(awaiting, now, max_age_s)
-        if why is None:
+        if awaiting.decision == Decision.EXPIRED.value:
+            # Expired before, its result lost with a torn write: answer it now.
+            answer = expired_result(awaiting, "the wait expired")
+            out.append(Event(seq=seq, data=answer, ts=ts, origin=origin))
+            seq += 1
+            settled.add(awaiting.call_id)
+            continue
+        reason = expired(awaiting, now, max_age_s)
+        if reason is None:
             continue
         decision = ev.ToolDecision(
-            call_id=awaiting.call_id, decision=Decision.EXPIRED.value, by=by, reason=why
+            call_id=awaiting.call_id, decision=Decision.EXPIRED.value, by=by, reason=reason
         )
         out.append(Event(seq=seq, data=decision, ts=ts, origin=origin))
-        out.append(Event(seq=seq + 1, data=expired_result(awaiting, why), ts=ts, origin=origin))
+        out.append(Event(seq=seq + 1, data=expired_result(awaiting, reason), ts=ts, origin=origin))
         seq += 2
         settled.add(awaiting.call_id)
     if not out:

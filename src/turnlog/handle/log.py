@@ -342,6 +342,11 @@ class Log:
         `max_age_s`) as not run (A2); see `turnlog sweep`."""
         return pauses.expire(self.held, now=now, max_age_s=max_age_s)
 
+    def settle_decided(self) -> list[Event]:
+        """Answer rejected calls whose result a torn write lost (A1): what a
+        resumed run does before it carries the turn on."""
+        return pauses.settle_decided(self.held)
+
     @property
     def awaiting(self) -> tuple[Awaiting, ...]:
         """The open turn's paused calls not yet acted on (empty when none)."""

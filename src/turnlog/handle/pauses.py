@@ -11,6 +11,7 @@ from turnlog.core.pauses import (
     awaiting_of,
     check_kind,
     check_note,
+    decided_results,
     expiry_events,
     rejected_result,
     timestamp,
@@ -126,6 +127,17 @@ def expire(
         if events:
             held.write(held.require_writer(), events, True)
         return events
+
+
+def settle_decided(held: HandleState) -> list[Event]:
+    """Answer the calls whose rejection is recorded without its result (A1),
+    as a resumed run acts on its decisions; empty when none is owed."""
+    with held.lock:
+        turn = held.fold.open_turn
+        results = decided_results(turn) if turn is not None else []
+        if not results:
+            return []
+        return held.append_many(results, origin=Origin.DECISION.value, sync=not held.never_sync)
 
 
 def awaiting(held: HandleState) -> tuple[Awaiting, ...]:

@@ -277,6 +277,7 @@ async def arun_turn(
         if decisions:
             await log.call(approvals.record_decisions, sync_log, decisions)
         await log.expire()
+        await log.call(sync_log.settle_decided)
         if approvals.undecided(sync_log):
             return Reply(awaiting=log.awaiting)
     elif decisions:

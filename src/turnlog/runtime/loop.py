@@ -260,6 +260,7 @@ def run_turn(
         if decisions:
             approvals.record_decisions(log, decisions)
         log.expire()
+        log.settle_decided()
         if approvals.undecided(log):
             return Reply(awaiting=log.awaiting)
     elif decisions:
