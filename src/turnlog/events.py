@@ -210,6 +210,10 @@ class ToolPaused(_Data):
     until: str | None = None
     # What the person deciding is asked, for the tools that show pauses.
     prompt: str | None = None
+    # Where the decision is kept when not in this log: a framework's own run
+    # state (the Agents SDK's `RunState`), which a run may act on unseen. Such
+    # a pause dropped without a decision may have run (A3), not "did not" (A2).
+    decided_in: str | None = None
 
 
 class ToolDecision(_Data):

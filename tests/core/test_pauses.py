@@ -19,12 +19,14 @@ PAY = ToolCall(id="c1", name="pay", arguments={"amount": 5})
 LOOK = ToolCall(id="c2", name="look")
 
 
-def paused_log(store: turnlog.Store, *, until: str | None = None) -> None:
+def paused_log(
+    store: turnlog.Store, *, until: str | None = None, decided_in: str | None = None
+) -> None:
     with turnlog.open(store, "s", create=True) as log:
         log.user("pay bob 5")
         with log.turn(), log.step():
             log.assistant("", [PAY, LOOK])
-            log.pause("c1", until=until, prompt="pay bob 5?")
+            log.pause("c1", until=until, prompt="pay bob 5?", decided_in=decided_in)
             with log.dispatch(LOOK) as running:
                 running.result("balance 10")
 
@@ -53,6 +55,40 @@ def test_a_pause_leaves_the_turn_open_and_owes_recovery_nothing() -> None:
     assert turnlog.inspect(store, "s").revivals == 0
 
 
+def test_a_framework_that_holds_the_approval_delivers_its_answer() -> None:
+    """The Agents SDK decides on its RunState: turnlog records the answer it
+    saved as delivered (neither approved nor rejected: the log cannot tell),
+    and an approval recorded here may be answered without a dispatch by a
+    writer that does not dispatch."""
+    store = MemoryStore()
+    paused_log(store, decided_in="the Agents SDK's RunState")
+    with turnlog.open(store, "s") as log:
+        decision, result = log.deliver("c1", "Tool execution was not approved.", by="openai-agents")
+        assert decision.data.decision == "delivered" and result.data.risk is None
+        # Answered, and held for the resume that lets the model read it.
+        assert log.paused and not log.awaiting and log.verdict().owed == ()
+    store = MemoryStore()
+    paused_log(store)
+    with turnlog.open(store, "s") as log:
+        log.approve("c1")
+        with pytest.raises(WriteOrderError, match="approved and not yet dispatched"):
+            log.append(ev.ToolResult(call_id="c1", content="paid"))
+        log.append(ev.ToolResult(call_id="c1", content="paid"), allow_undispatched=True)
+        assert log.paused and not log.awaiting and log.verdict().owed == ()
+
+
+def test_a_pause_dropped_by_a_new_run_expires_for_its_reason() -> None:
+    store = MemoryStore()
+    paused_log(store)
+    with turnlog.open(store, "s") as log:
+        written = log.expire(because="a new run began before any decision")
+        decision, result = written[0].data, written[1].data
+        assert isinstance(decision, ev.ToolDecision) and decision.decision == "expired"
+        assert isinstance(result, ev.ToolResult) and result.rule == "A2"
+        assert "a new run began before any decision" in str(result.content)
+        assert not log.turn_open
+
+
 def test_opening_a_paused_session_is_not_a_crash() -> None:
     store = MemoryStore()
     paused_log(store)
@@ -64,10 +100,10 @@ def test_opening_a_paused_session_is_not_a_crash() -> None:
             log.append(ev.ToolResult(call_id="c1", content="paid"), allow_undispatched=True)
         with pytest.raises(WriteOrderError, match="calls are paused"):
             log.append(ev.TurnEnd(reason="complete"))
-        with pytest.raises(WriteOrderError, match="waits for approval; its result is not"):
-            log.deliver("c1", "paid")
         with pytest.raises(WriteOrderError, match="written by expiry only"):
             log.append(ev.ToolDecision(call_id="c1", decision="expired"))
+        with pytest.raises(WriteOrderError, match="waits for approval; its result is not"):
+            log.deliver("c1", "paid")
         log.approve("c1", by="alice")
         with pytest.raises(WriteOrderError, match="already approved"):
             log.reject("c1")
@@ -94,7 +130,8 @@ def test_a_rejection_answers_the_call_as_not_run() -> None:
             True,
         )
         assert "alice declined it (wrong account)" in ev.content_text(result.data.content)
-        assert not log.paused and log.turn_open
+        # Nothing waits, and the turn is held for the resume the model reads it in.
+        assert log.paused and not log.awaiting and log.turn_open
         with log.turn(resume=True):
             pass
     assert store.read("s")[-1].data == ev.TurnEnd(reason="complete", turn=1, steps=1)

@@ -405,6 +405,7 @@ class Fold(OpenTurnQuestions):
             )
         turn.open_step = OpenStep(seq=event.seq, turn=data.turn, step=data.step)
         turn.steps += 1
+        turn.held = False  # the paused turn resumed
 
     def _on_step_end(self, event: Event, data: ev.StepEnd) -> None:
         turn = self._turn
@@ -441,7 +442,13 @@ class Fold(OpenTurnQuestions):
     def _on_paused(self, event: Event, data: ev.ToolPaused) -> None:
         turn = self._turn
         call = turn.calls.get(data.call_id) if turn is not None else None
-        if call is None or call.answered or call.dispatch is not None or call.pause is not None:
+        if (
+            turn is None
+            or call is None
+            or call.answered
+            or call.dispatch is not None
+            or call.pause is not None
+        ):
             # The writer refuses a pause of anything but an owed call it has
             # not dispatched or paused; a log that has one anyway proves no pause.
             self._warnings.append(f"seq {event.seq}: tool_paused for {data.call_id!r} ignored")
@@ -449,6 +456,7 @@ class Fold(OpenTurnQuestions):
         call.pause = data
         call.pause_seq = event.seq
         call.paused_at = event.ts
+        turn.held = True
 
     def _on_decision(self, event: Event, data: ev.ToolDecision) -> None:
         turn = self._turn

@@ -111,7 +111,7 @@ class OpenTurnQuestions:
             if not call.waiting:
                 return False
             waiting = True
-        return waiting
+        return waiting or (turn.held and turn.open_step is None)
 
     def requested_among(self, call_ids: Iterable[str]) -> list[str]:
         """Those of `call_ids` that `is_requested` says are asked for and owed."""

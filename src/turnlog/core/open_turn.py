@@ -75,6 +75,10 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
     # turnlog writer writes one, so, as above, it proves nothing about which
     # of its calls ran.
     stray_dispatch: bool = False
+    # The turn stopped on a pause and no step has started since: it waits for
+    # a resume even once every pause is decided (a rejection answers its call
+    # at once, and the model has not read it yet).
+    held: bool = False
 
     @property
     def owed(self) -> tuple[CallSighting, ...]:
@@ -90,8 +94,9 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def paused(self) -> bool:
-        """Every unanswered call of the turn waits on a decision, and one does:
-        the turn stopped on purpose, it did not crash."""
+        """Every unanswered call of the turn waits on a decision, and one does,
+        or the turn stopped on a pause and waits for its resume (`held`): it
+        stopped on purpose, it did not crash."""
         waiting = False
         for call in self.calls:
             if call.answered:
@@ -99,7 +104,7 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
             if not call.waiting:
                 return False
             waiting = True
-        return waiting
+        return waiting or (self.held and self.open_step is None)
 
 
 class MutableCall:
@@ -159,6 +164,7 @@ class MutableTurn:
         "closed_steps",
         "dispatched_any",
         "floor",
+        "held",
         "open_step",
         "result_without_dispatch",
         "seq",
@@ -180,6 +186,7 @@ class MutableTurn:
         self.dispatched_any = False
         self.result_without_dispatch = False
         self.stray_dispatch = False
+        self.held = False
         self.calls: dict[str, MutableCall] = {}
         self.spawns: dict[str, ev.SubagentSpawned] = {}
 
@@ -198,6 +205,7 @@ class MutableTurn:
             dispatched_any=self.dispatched_any,
             result_without_dispatch=self.result_without_dispatch,
             stray_dispatch=self.stray_dispatch,
+            held=self.held,
             calls=tuple(
                 CallSighting(
                     call_id=call_id,

@@ -40,6 +40,11 @@ _EXPIRED_TEXT = (
     "[turnlog] Tool call {what} did not run: it waited for {waited_for} since {since}, and "
     "{why}. It had no side effects. Ask again if it is still needed."
 )
+_DROPPED_UNSEEN_TEXT = (
+    "[turnlog] Tool call {what} waited for {waited_for} since {since}, and {why}. Its "
+    "decision was kept outside this log (in {where}), and a run acting on it is not "
+    "recorded here: it MAY HAVE RUN. Check what it would have changed before running it again."
+)
 _WAITED_FOR: Final = {
     PauseKind.APPROVAL.value: "approval",
     PauseKind.EXTERNAL.value: "an outside result",
@@ -56,6 +61,8 @@ class Awaiting(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     since: str | None
     until: str | None = None
     prompt: str | None = None
+    # Where the decision is kept, when not in this log (see `ToolPaused`).
+    decided_in: str | None = None
     # The decision recorded and not yet acted on ("approved"), if any.
     decision: str | None = None
     by: str | None = None
@@ -79,6 +86,7 @@ def awaiting_of(turn: OpenTurn | None) -> tuple[Awaiting, ...]:
                 since=call.paused_at,
                 until=pause.until,
                 prompt=pause.prompt,
+                decided_in=pause.decided_in,
                 decision=decision.decision if decision is not None else None,
                 by=decision.by if decision is not None else None,
                 decided_at=call.decided_at if decision is not None else None,
@@ -218,8 +226,46 @@ def rejected_result(
     )
 
 
+_LOST_DELIVERY_TEXT = (
+    "[turnlog] A result was delivered for tool call {what}{who}, but it was lost before it "
+    "was written in full (the write was cut). What the outside system did is not known "
+    "here: it MAY HAVE RUN. Ask for its result again before relying on it."
+)
+
+
+def lost_delivery_result(call: Awaiting) -> ev.ToolResult:
+    """A4: a `delivered` decision whose result a torn write lost: the call
+    was answered outside, with what is not known."""
+    who = f" (by {call.by})" if call.by else ""
+    return ev.ToolResult(
+        call_id=call.call_id,
+        name=call.name,
+        content=_LOST_DELIVERY_TEXT.format(what=_what(call.call_id, call.name), who=who),
+        is_error=True,
+        risk=Risk.OUTCOME_UNKNOWN.value,
+        rule="A4",
+    )
+
+
 def expired_result(call: Awaiting, why: str) -> ev.ToolResult:
-    """A2: no decision came in time; the call never ran."""
+    """A2: no decision came in time; the call never ran. A3 when the
+    decision was kept outside the log (`decided_in`): a run acting on it may
+    have run the call where the log could not see it, so it may have run."""
+    if call.decided_in is not None:
+        return ev.ToolResult(
+            call_id=call.call_id,
+            name=call.name,
+            content=_DROPPED_UNSEEN_TEXT.format(
+                what=_what(call.call_id, call.name),
+                waited_for=_WAITED_FOR.get(call.kind, call.kind),
+                since=call.since or "an unknown time",
+                why=why,
+                where=call.decided_in,
+            ),
+            is_error=True,
+            risk=Risk.OUTCOME_UNKNOWN.value,
+            rule="A3",
+        )
     return ev.ToolResult(
         call_id=call.call_id,
         name=call.name,
@@ -263,15 +309,19 @@ def _age_text(seconds: float) -> str:
 
 
 def decided_results(turn: OpenTurn) -> list[ev.ToolResult]:
-    """The results that recorded rejections still owe: a rejection is written
-    with its result in one write, but a torn write (power loss) or another
-    writer may leave the decision alone. Acting on it answers the call (A1)."""
+    """The results that recorded rejections and deliveries still owe: each is
+    written with its result in one write, but a torn write (power loss) or
+    another writer may leave the decision alone. Acting on it answers the
+    call: a rejection as declined (A1), a delivery whose content is lost as
+    answered outside with what is not known (A4)."""
     out = []
     for awaiting in awaiting_of(turn):
         if awaiting.decision == Decision.REJECTED.value:
             out.append(
                 rejected_result(awaiting.call_id, awaiting.name, by=awaiting.by, reason=None)
             )
+        elif awaiting.decision == Decision.DELIVERED.value:
+            out.append(lost_delivery_result(awaiting))
     return out
 
 
@@ -284,11 +334,16 @@ def expiry_events(
     max_age_s: float | None = None,
     by: str = "turnlog",
     reports_owed: list[str] | None = None,
+    because: str | None = None,
+    keep_turn_open: bool = False,
 ) -> list[Event]:
     """The events that settle the turn's expired pauses (A2): for each, its
     `tool_decision` ("expired") and its result; then, when nothing in the
     turn waits or is owed any more, the open step's end and `turn_end
-    {reason: "expired"}`. Empty when no pause has expired."""
+    {reason: "expired"}`. Empty when no pause has expired. With `because`,
+    every undecided pause ends now, for that reason (the wait was dropped:
+    a framework went on without a decision); with `keep_turn_open`, the
+    turn is left to the run that goes on in it."""
     out: list[Event] = []
     seq = next_seq
     origin = Origin.EXPIRY.value
@@ -302,6 +357,8 @@ def expiry_events(
             settled.add(awaiting.call_id)
             continue
         reason = expired(awaiting, now, max_age_s)
+        if because is not None and awaiting.decision is None:
+            reason = because
         if reason is None:
             continue
         decision = ev.ToolDecision(
@@ -314,7 +371,7 @@ def expiry_events(
     if not out:
         return out
     left = [call for call in turn.calls if not call.answered and call.call_id not in settled]
-    if left:
+    if left or keep_turn_open:
         return out
     if turn.open_step is not None:
         step = turn.open_step

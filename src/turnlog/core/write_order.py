@@ -59,10 +59,14 @@ _KINDS: Final = frozenset(kind.value for kind in PauseKind)
 _DECISIONS: Final = frozenset(decision.value for decision in Decision)
 
 
-def _waiting_result(fold: Fold, data: ev.ToolResult) -> tuple[bool, WriteOrderError | None]:
+def _waiting_result(
+    fold: Fold, data: ev.ToolResult, *, undispatched: bool = False
+) -> tuple[bool, WriteOrderError | None]:
     """The rule for a result of a paused call: (True, None) accepted, (True,
     error) refused, (False, None) when the call is not paused (the usual
-    rules decide)."""
+    rules decide). `undispatched`: the writer does not dispatch (a framework
+    ran the approved call where no hook showed it starting), so an approved
+    call's result comes without one."""
     call = fold.waiting_call(data.call_id)
     if call is None:
         return False, None
@@ -70,6 +74,8 @@ def _waiting_result(fold: Fold, data: ev.ToolResult) -> tuple[bool, WriteOrderEr
     if decision in _ANSWERED_BY_DECISION:
         return True, None
     if decision == Decision.APPROVED:
+        if undispatched:
+            return True, None
         return True, WriteOrderError(
             f"result for call {data.call_id!r}, approved and not yet dispatched",
             hint="run the approved call inside `with log.dispatch(call)`, as every call",
@@ -104,7 +110,7 @@ def _undispatched_result(
     # and owes: a result for anything else is one a provider rejects.
     if data.orphaned:
         return _orphaned(fold, data, origin)
-    paused, refused = _waiting_result(fold, data)
+    paused, refused = _waiting_result(fold, data, undispatched=True)
     if paused:
         return refused
     if fold.is_requested(data.call_id):
@@ -207,7 +213,15 @@ def _decision(fold: Fold, data: ev.ToolDecision, origin: str | None) -> UsageErr
             f"call {data.call_id!r} waits for {kind}, not approval",
             hint="deliver its result with `log.deliver(...)`, or reject it",
         )
-    if data.decision == Decision.DELIVERED and kind == PauseKind.APPROVAL:
+    # A result delivered for an approval pause is one the framework that holds
+    # the decision (`decided_in`: the Agents SDK's RunState) answered where
+    # turnlog could not see whether the call was approved and ran: it claims
+    # no more than that. A decision kept in the log is approved or rejected.
+    if (
+        data.decision == Decision.DELIVERED
+        and kind == PauseKind.APPROVAL
+        and (call.pause is None or call.pause.decided_in is None)
+    ):
         return WriteOrderError(
             f"call {data.call_id!r} waits for approval; its result is not delivered",
             hint="approve it and run it, or reject it",

@@ -244,9 +244,12 @@ class AsyncLog:
         kind: str = "approval",
         until: datetime.datetime | str | None = None,
         prompt: str | None = None,
+        decided_in: str | None = None,
     ) -> Event[ev.ToolPaused]:
         """`Log.pause`, synced off the event loop."""
-        return await self._run(self.log.pause, call_id, kind=kind, until=until, prompt=prompt)
+        return await self._run(
+            self.log.pause, call_id, kind=kind, until=until, prompt=prompt, decided_in=decided_in
+        )
 
     async def approve(
         self, call_id: str, *, by: str | None = None, reason: str | None = None
@@ -267,10 +270,21 @@ class AsyncLog:
         return await self._run(self.log.deliver, call_id, content, by=by, is_error=is_error)
 
     async def expire(
-        self, *, now: datetime.datetime | None = None, max_age_s: float | None = None
+        self,
+        *,
+        now: datetime.datetime | None = None,
+        max_age_s: float | None = None,
+        because: str | None = None,
+        keep_turn_open: bool = False,
     ) -> list[Event]:
         """`Log.expire`, synced off the event loop."""
-        return await self._run(self.log.expire, now=now, max_age_s=max_age_s)
+        return await self._run(
+            self.log.expire,
+            now=now,
+            max_age_s=max_age_s,
+            because=because,
+            keep_turn_open=keep_turn_open,
+        )
 
     @property
     def awaiting(self) -> tuple[Awaiting, ...]:

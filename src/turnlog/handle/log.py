@@ -308,6 +308,7 @@ class Log:
         kind: str = "approval",
         until: datetime.datetime | str | None = None,
         prompt: str | None = None,
+        decided_in: str | None = None,
     ) -> Event[ev.ToolPaused]:
         """Pause a call the open turn asked for and has not dispatched: it
         waits for a decision (`kind`: "approval", "external" for a result an
@@ -315,7 +316,9 @@ class Log:
         `until` if given. Written synced. Ending the turn block then leaves
         the turn open and paused: nothing repairs it, and `turn(resume=True)`
         carries it on, in this process or another."""
-        return pauses.pause(self.held, call_id, kind=kind, until=until, prompt=prompt)
+        return pauses.pause(
+            self.held, call_id, kind=kind, until=until, prompt=prompt, decided_in=decided_in
+        )
 
     def approve(
         self, call_id: str, *, by: str | None = None, reason: str | None = None
@@ -336,15 +339,28 @@ class Log:
         return pauses.deliver(self.held, call_id, content, by=by, is_error=is_error)
 
     def expire(
-        self, *, now: datetime.datetime | None = None, max_age_s: float | None = None
+        self,
+        *,
+        now: datetime.datetime | None = None,
+        max_age_s: float | None = None,
+        because: str | None = None,
+        keep_turn_open: bool = False,
     ) -> list[Event]:
         """Settle undecided pauses past their deadline (or older than
-        `max_age_s`) as not run (A2); see `turnlog sweep`."""
-        return pauses.expire(self.held, now=now, max_age_s=max_age_s)
+        `max_age_s`) as not run (A2); see `turnlog sweep`. With `because`,
+        every undecided pause ends now, for that reason (a run went on
+        without a decision), and `keep_turn_open` leaves the turn to that run."""
+        return pauses.expire(
+            self.held,
+            now=now,
+            max_age_s=max_age_s,
+            because=because,
+            keep_turn_open=keep_turn_open,
+        )
 
     def settle_decided(self) -> list[Event]:
-        """Answer rejected calls whose result a torn write lost (A1): what a
-        resumed run does before it carries the turn on."""
+        """Answer rejected (A1) and delivered (A4) calls whose result a torn
+        write lost: what a resumed run does before it carries the turn on."""
         return pauses.settle_decided(self.held)
 
     @property

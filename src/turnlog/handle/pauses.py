@@ -30,9 +30,11 @@ def pause(
     kind: str = "approval",
     until: dt.datetime | str | None = None,
     prompt: str | None = None,
+    decided_in: str | None = None,
 ) -> Event[ev.ToolPaused]:
     """Pause an owed, undispatched call of the open turn, durably (synced):
-    the pause must outlive the process that waits on it."""
+    the pause must outlive the process that waits on it. `decided_in` names
+    where the decision is kept when it is not this log (a framework's state)."""
     with held.lock:
         call = _requested(held, call_id)
         data = ev.ToolPaused(
@@ -41,6 +43,7 @@ def pause(
             kind=check_kind(kind),
             until=timestamp(until),
             prompt=check_note(prompt, "prompt"),
+            decided_in=check_note(decided_in, "decided_in"),
         )
         return held.append(data, sync=not held.never_sync)
 
@@ -107,11 +110,17 @@ def deliver(
 
 
 def expire(
-    held: HandleState, *, now: dt.datetime | None = None, max_age_s: float | None = None
+    held: HandleState,
+    *,
+    now: dt.datetime | None = None,
+    max_age_s: float | None = None,
+    because: str | None = None,
+    keep_turn_open: bool = False,
 ) -> list[Event]:
     """Settle the open turn's undecided pauses past their `until` (or older
-    than `max_age_s`) as not run (A2), synced; the turn ends `expired` when
-    nothing else in it waits. Returns what was written (empty: none expired)."""
+    than `max_age_s`; every one, with `because`) as not run (A2), synced; the
+    turn ends `expired` when nothing else in it waits. Returns what was
+    written (empty: none expired)."""
     with held.lock:
         turn = held.fold.open_turn
         if turn is None or not turn.waiting:
@@ -123,6 +132,8 @@ def expire(
             ts=utc_now(),
             max_age_s=max_age_s,
             reports_owed=held.fold.reports_owed(),
+            because=check_note(because, "because"),
+            keep_turn_open=keep_turn_open,
         )
         if events:
             held.write(held.require_writer(), events, True)

@@ -34,12 +34,23 @@ def violations_of(messages: Sequence[Message]) -> _Found:
     }
 
 
-def check_recovery(before: _Found, after: _Found, owed: Collection[str], what: str) -> None:
+def check_recovery(
+    before: _Found,
+    after: _Found,
+    owed: Collection[str],
+    what: str,
+    waiting: Collection[str] = (),
+) -> None:
     """What a recovery owes every provider (DESIGN §7): no call it answered
     is still in breach of a pairing rule, and it added no violation of any
     kind. What the log's own content breaks (say, a conversation that opens
-    with the assistant, which some providers refuse) is the log's."""
+    with the assistant, which some providers refuse) is the log's, and so is
+    a call paused for a decision (`waiting`): recovery never answers it, and
+    the words a provider finds for it change as the calls around it are
+    answered."""
     from turnlog.providers.common import original_id
+
+    after = {found for found in after if found[2] is None or original_id(found[2]) not in waiting}
 
     # Renderers make reused ids unique as `<id>__2`: the call is the same.
     unanswered = {
@@ -60,13 +71,15 @@ def check_recovery(before: _Found, after: _Found, owed: Collection[str], what: s
         )
 
 
-def _stored(store: Store, session_id: str) -> tuple[_Found, list[str]]:
+def _stored(store: Store, session_id: str) -> tuple[_Found, list[str], list[str]]:
     try:
-        folded = Fold(store.iter_events(session_id)).state
+        folder = Fold(store.iter_events(session_id))
+        folded = folder.state
     except TurnlogError:
         # Damage before the tail that recovery reads is `verify`'s to report.
-        return set(), []
-    return violations_of(folded.messages), [call.call_id for call in folded.owed_calls]
+        return set(), [], []
+    owed = [call.call_id for call in folded.owed_calls]
+    return violations_of(folded.messages), owed, folder.waiting_calls()
 
 
 @contextmanager
@@ -76,7 +89,7 @@ def recovery_exports(store: Store, session_id: str) -> Iterator[None]:
     if not enabled():
         yield
         return
-    before, owed = _stored(store, session_id)
+    before, owed, waiting = _stored(store, session_id)
     yield
-    after, _ = _stored(store, session_id)
-    check_recovery(before, after, owed, f"session {session_id!r}")
+    after, _, _ = _stored(store, session_id)
+    check_recovery(before, after, owed, f"session {session_id!r}", waiting)

@@ -58,7 +58,7 @@ def end_turn(held: HandleState, turn: Turn) -> None:
     with held.lock:
         held.turn = None
         fold = held.fold
-        if fold.paused:
+        if fold.waiting_calls():
             # The turn stopped on purpose: it stays open for its decisions,
             # with its step closed, and is resumed with `turn(resume=True)`.
             if fold.step_open:

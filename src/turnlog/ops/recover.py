@@ -46,10 +46,11 @@ def plan(events: Iterable[Event]) -> Plan:
     warnings = folder.warnings
     if selfcheck.enabled() and repairs.events:
         owed = [call.call_id for call in folder.state.owed_calls]
+        waiting = folder.waiting_calls()
         before = selfcheck.violations_of(folder.state.messages)
         folder.extend(repairs.events)
         after = selfcheck.violations_of(folder.state.messages)
-        selfcheck.check_recovery(before, after, owed, "a planned log")
+        selfcheck.check_recovery(before, after, owed, "a planned log", waiting)
     return Plan(events=repairs.events, warnings=warnings)
 
 

@@ -137,7 +137,7 @@ def undecided(log: Log) -> bool:
 
 
 def refuse_input_while_paused(log: Log, user_text: Content | None) -> None:
-    if user_text is not None and log.awaiting:
+    if user_text is not None and (log.awaiting or log.paused):
         raise UsageError(
             "the session's turn is paused; a new message cannot start another turn",
             hint="decide its paused calls (`decisions=`, or `turnlog approve` / `turnlog "

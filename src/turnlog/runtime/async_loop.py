@@ -272,7 +272,7 @@ async def arun_turn(
     timeout_s = check_deadline(timeout_s)
     sync_log = log.log
     await log.call(approvals.refuse_input_while_paused, sync_log, user_text)
-    if log.awaiting:
+    if log.awaiting or log.paused:
         resume = True
         if decisions:
             await log.call(approvals.record_decisions, sync_log, decisions)

@@ -255,7 +255,7 @@ def run_turn(
     """
     timeout_s = check_deadline(timeout_s)
     approvals.refuse_input_while_paused(log, user_text)
-    if log.awaiting:
+    if log.awaiting or log.paused:
         resume = True
         if decisions:
             approvals.record_decisions(log, decisions)
