@@ -171,19 +171,45 @@ def test_langgraph_revived_from_the_shell_resumes_with_the_notice(tmp_path: Path
     assert [e.data.injected for e in notices] == [None, "revival"]
 
 
-def test_openai_agents_a_run_state_resumed_after_a_sweep_is_refused_with_a_hint(
+def test_openai_agents_a_run_state_resumed_after_a_sweep_runs_the_approved_call_once(
     tmp_path: Path,
 ) -> None:
-    """The SDK's approval flow: `needs_approval` pauses the run and its process
-    ends; a sweep answers the pending call (today a pause reads as a crash);
-    the approved `RunState` resumed in a new process would run that call. The
-    SDK cannot be handed an answer in its place, so the run is refused before
-    anything is written, with a hint, and the tool never runs."""
+    """The SDK's approval flow: `needs_approval` stops the run and its process
+    ends. The log says the call waits for approval, so a sweep leaves the
+    session byte for byte, and the approved `RunState` resumed in a new
+    process runs the call once."""
     store, side = tmp_path / "store", tmp_path / "side"
     paused = program("openai-agents", "run", str(store), str(side), APPROVAL="1")
     assert paused.returncode == 0, paused.stderr
     assert last_json(paused) == {"paused": ["call_1_1"]}
+    before = (store / "run-1.jsonl").read_bytes()
     repair("turnlog sweep", store)
+    assert (store / "run-1.jsonl").read_bytes() == before
+    assert turnlog.inspect(store / "run-1.jsonl").status == "paused"
+
+    approved = program("openai-agents", "approve", str(store), str(side), APPROVAL="1")
+    assert approved.returncode == 0, approved.stderr
+    assert len(ledger(side)) == 1  # charged once
+
+
+def test_openai_agents_a_run_state_that_disagrees_with_the_log_is_refused_with_a_hint(
+    tmp_path: Path,
+) -> None:
+    """A person rejects the paused call in the log (`turnlog reject`); the
+    `RunState` approved elsewhere would run it. The SDK cannot be handed an
+    answer in its place, so the run is refused before anything is written,
+    with a hint, and the tool never runs."""
+    store, side = tmp_path / "store", tmp_path / "side"
+    paused = program("openai-agents", "run", str(store), str(side), APPROVAL="1")
+    assert paused.returncode == 0, paused.stderr
+    reject = ["reject", str(store / "run-1.jsonl"), "call_1_1", "--by", "alice"]
+    rejected = subprocess.run(
+        [sys.executable, "-m", "turnlog", *reject],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert rejected.returncode == 0, rejected.stderr
     before = (store / "run-1.jsonl").read_bytes()
 
     approved = program("openai-agents", "approve", str(store), str(side), APPROVAL="1")

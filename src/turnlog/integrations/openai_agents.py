@@ -40,7 +40,7 @@ from turnlog.integrations import (
     begin_step,
     check_idempotency_map,
     dispatch_ahead,
-    end_turn,
+    end_turn as end_turn,  # documented here; `end_run` uses it
     fail_run,
     refuse_interrupted,
     release,
@@ -54,7 +54,14 @@ from turnlog.integrations.openai_agents_items import (
     SessionView,
     visible_items,
 )
-from turnlog.integrations.openai_agents_saving import CALLS, RunEndedUnseen, save, tool_call
+from turnlog.integrations.openai_agents_saving import (
+    CALLS,
+    RunEndedUnseen,
+    agent_ended,
+    drop_undecided,
+    save,
+    tool_call,
+)
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
 from turnlog.text import foreign_text
@@ -223,8 +230,10 @@ def _begin_step(log: Log, shared: SessionView, context: Any, agent: Any) -> None
     with log.lock:
         if log.turn_open and shared.run is not None and shared.run is not context:
             fail_run(log, RunEndedUnseen("the run ended without its final answer being saved"))
-        if not log.turn_open:
+        if not log.turn_open or shared.run is None:
+            # A new turn, or a paused one a RunState resumes: this run's.
             shared.run = context
+        drop_undecided(log)
         _answer_handoffs(log, shared, agent)
         turn = log.open_turn
         # A call of the step before that the SDK answers only in its saved
@@ -260,6 +269,7 @@ def _dispatch_tool(log: Log, shared: SessionView, dispatch: ev.ToolDispatch) -> 
     with log.lock:
         if not owed_here(log, dispatch.call_id):
             return
+        _act_on_approval(log, dispatch.call_id)
         turn = log.open_turn
         if (
             dispatch.call_id in shared.ahead
@@ -271,6 +281,18 @@ def _dispatch_tool(log: Log, shared: SessionView, dispatch: ev.ToolDispatch) -> 
         ):
             return
         log.append(dispatch, sync=True)
+
+
+def _act_on_approval(log: Log, call_id: str) -> None:
+    """A call the log holds paused is starting: the SDK runs a call it
+    stopped on only once its `RunState` approved it, so the approval is
+    recorded (synced) before the dispatch, in a step of the resumed turn."""
+    waiting = next((one for one in log.awaiting if one.call_id == call_id), None)
+    if waiting is None:
+        return
+    if waiting.decision is None:
+        log.approve(call_id, reason="approved on the Agents SDK's RunState")
+    begin_step(log, open_step=False)
 
 
 def _tool_ended(log: Log, shared: SessionView, result: ev.ToolResult) -> None:
@@ -507,7 +529,7 @@ class TurnlogHooks(RunHooks[Any]):
             await other.on_tool_end(context, agent, tool, result)
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
-        if await self._log.call_light(end_turn, self._log.log):
+        if await self._log.call_light(agent_ended, self._log.log, self._session._shared):
             self._session._shared.run = None
         for other in self._others:
             await other.on_agent_end(context, agent, output)

@@ -29,8 +29,19 @@ ITEM_EVENT = "x_openai_agents_item"
 # Messages turnlog writes for the model on its own account: shown to the SDK
 # though it never saved them. What the live writer wrote while unwinding a run
 # the SDK saw fail (`unwind`) is not: the SDK chose what of that run to keep.
+# A rejection recorded with `turnlog reject` is: the model reads that the
+# call it asked for did not run. A pause the SDK dropped (A3) is not: the SDK
+# leaves a call it holds no answer for out of what the model reads, as it
+# does on its own sessions, and the log keeps the answer for exports.
 _TURNLOG_ORIGINS = frozenset(
-    {Origin.RECOVERY, Origin.REVIVAL, Origin.DEADLINE, Origin.BUDGET, Origin.BACKGROUND}
+    {
+        Origin.RECOVERY,
+        Origin.REVIVAL,
+        Origin.DEADLINE,
+        Origin.BUDGET,
+        Origin.BACKGROUND,
+        Origin.DECISION,
+    }
 )
 
 Key = tuple[int, int]
@@ -61,6 +72,9 @@ class SessionView:
     # The run (its context object, the same through one `Runner.run`) whose
     # turn the hooks opened: another run's model call must not land in it.
     run: Any = None
+    # `on_agent_end` came while calls still waited on the RunState's decisions:
+    # the SDK saves its answers to them next, and that save ends the turn.
+    answer_due: bool = False
     # The calls `on_llm_end` dispatched ahead, as ones the SDK runs itself,
     # and the handoffs among a reply's calls (the first runs, the SDK ignores
     # the others), answered when the next model call starts.

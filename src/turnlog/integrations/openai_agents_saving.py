@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from turnlog import events as ev
+from turnlog.core.pauses import Awaiting
 from turnlog.events import ToolCall
 from turnlog.handle.log import Log
 from turnlog.integrations import begin_step, end_turn, fail_run
@@ -39,10 +40,114 @@ def save(log: Log, view: SessionView, items: list[dict[str, Any]]) -> None:
                 view.saved.append(
                     SavedBatch(event.seq, msgspec.json.encode(kept), frozenset(covers))
                 )
-        if view.run is None and _answers(items):
+        if _pause_unanswered(log, items):
+            view.run = None  # the run stopped there; a resumed RunState is a run of its own
+        elif view.answer_due:
+            view.answer_due = False
+            view.run = None
+            end_run(log)
+        elif view.run is None and _answers(items):
             # Without the hooks no `on_agent_end` ends the run's turn: the
             # SDK saving a final answer with nothing owed does.
-            end_turn(log)
+            end_run(log)
+
+
+# Where the decision about a paused call is kept: a run resumed from it, if it
+# runs without the hooks, runs the call where the log cannot see it start.
+DECIDED_IN = "the Agents SDK's RunState"
+
+
+def _pause_unanswered(log: Log, items: list[dict[str, Any]]) -> bool:
+    """Pause the calls the SDK saved with no output and never started: it
+    saves a step's calls with the outputs of those that ran, and one saved
+    without its output and without a tool start is one it stopped on for
+    approval (`needs_approval`), now in the run's `result.interruptions`. The
+    decision lives in the SDK's `RunState`; the log says the call waits, so no
+    recovery or sweep takes the run for a crashed one, and where its decision
+    is kept, so a pause dropped undecided reads "may have run" (A3). Returns whether any
+    call was paused (the step then ends `paused`)."""
+    turn = log.open_turn
+    if turn is None:
+        return False
+    unstarted = {call.call_id for call in turn.calls if call.dispatch is None and not call.answered}
+    outputs = {str(item.get("call_id")) for item in items if item.get("type") in OUTPUTS}
+    paused = False
+    for item in items:
+        call_id = str(item.get("call_id"))
+        if item.get("type") in CALLS and call_id in unstarted and call_id not in outputs:
+            if _waiting(log, call_id) is None:
+                log.pause(call_id, kind="approval", decided_in=DECIDED_IN)
+            paused = True
+    if paused:
+        turn = log.open_turn
+        # A call still in flight beside the pauses (a handoff, answered when
+        # the next agent starts) keeps the step open until it is answered.
+        if turn is not None and turn.open_step is not None and not turn.owed:
+            step = turn.open_step
+            log.append(ev.StepEnd(turn=step.turn, step=step.step, outcome="paused"))
+    return paused
+
+
+def _waiting(log: Log, call_id: str) -> Awaiting | None:
+    """The open turn's pause of `call_id` not yet acted on, if it has one."""
+    return next((one for one in log.awaiting if one.call_id == call_id), None)
+
+
+def _answer_paused(log: Log, call_id: str, name: str | None, item: dict[str, Any]) -> int:
+    """The SDK's output for a call the log holds paused: the `RunState` was
+    decided and resumed. A call the hooks saw start was approved and
+    dispatched there; one answered with no tool start was not seen to run, so
+    the log records what it can prove: the SDK delivered this answer (its
+    words for a rejection, or the result of a run no hook showed)."""
+    content = foreign_text(item.get("output")) or str(item.get("output"))
+    waiting = _waiting(log, call_id)
+    if waiting is not None and waiting.decision == "approved":
+        # Approved in the log (`turnlog approve`), run by the SDK unseen.
+        answer = ev.ToolResult(
+            call_id=call_id, name=name, content=content, is_error=item.get("status") == "failed"
+        )
+        return log.append(answer, allow_undispatched=True).seq
+    written = log.deliver(
+        call_id, content, by="openai-agents", is_error=item.get("status") == "failed"
+    )
+    return written[-1].seq
+
+
+def agent_ended(log: Log, view: SessionView) -> bool:
+    """`on_agent_end`: the turn ends, unless calls still wait, when the SDK
+    has yet to save its answers to them (a rejection, under
+    `stop_on_first_tool`, is saved after the run's end): that save ends it."""
+    with log.lock:
+        if any(one.decision is None for one in log.awaiting):
+            view.answer_due = True
+            return False
+        return end_run(log)
+
+
+def drop_undecided(log: Log) -> None:
+    """A model call of a run while calls wait undecided: the SDK went on
+    without their decisions (it ran the approved ones detached, with no
+    session), so they end as calls that may have run (A3)."""
+    with log.lock:
+        if any(one.decision is None for one in log.awaiting):
+            log.expire(
+                because="the run asked the model again without a decision for it",
+                keep_turn_open=True,
+            )
+
+
+def end_run(log: Log) -> bool:
+    """The run gave its final answer: a call it left paused, undecided, was
+    never answered in the session (the SDK ran it detached, with no session,
+    or left it behind), so it is settled as one a run may have acted on
+    unseen (A3) before the turn ends. True when the turn ended."""
+    with log.lock:
+        if any(one.decision is None for one in log.awaiting):
+            log.expire(
+                because="the run gave its final answer without saving one for it",
+                keep_turn_open=True,
+            )
+        return end_turn(log)
 
 
 def _answers(items: list[dict[str, Any]]) -> bool:
@@ -84,6 +189,10 @@ def _record(log: Log, view: SessionView, item: dict[str, Any]) -> int | None:
         call_id = str(item.get("call_id"))
         if call_id not in owed:
             return view.recorded(f"output:{call_id}")  # the hooks or recovery answered it
+        if _waiting(log, call_id) is not None:
+            seq = _answer_paused(log, call_id, owed[call_id], item)
+            view.seq_of[f"output:{call_id}"] = seq
+            return seq
         # A handoff's transfer message, the editor's output, or the SDK's own
         # words for a call it did not run: dispatched ahead when the SDK ran
         # it, else recorded without a dispatch (it never started).
@@ -114,6 +223,12 @@ def _say(log: Log, view: SessionView, item: dict[str, Any]) -> int:
     only at its final answer): it is closed first as a run that raised is
     (`fail_run`), so the new words start a turn of their own."""
     turn = log.open_turn
+    if turn is not None and any(one.decision is None for one in log.awaiting):
+        # A new run while calls wait for approval: the SDK leaves them out of
+        # what the model reads, and no RunState decision will come for them
+        # (A3: a resume without the hooks may have run one unseen).
+        log.expire(because="a new run began on the session before any decision")
+        turn = log.open_turn
     if turn is not None and not _said_since(log, turn.seq):
         pass  # the run's own input, saved after its first model call began
     elif turn is not None:
