@@ -11,11 +11,8 @@ under a sweep.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,101 +22,33 @@ pytest.importorskip("agents")
 
 import turnlog
 from paths import TESTS
+from pause_checks import (
+    Tally,
+    charges,
+    check_valid,
+    decisions_of,
+    events_of,
+    paused_and_swept,
+    print_tally,
+    results_of,
+    run_program,
+    store_url,
+    swept,
+)
 from turnlog import events as ev
-from turnlog.core.fold import Fold
-from turnlog.providers import PROVIDERS, render, validate
-from turnlog.stores import open_store
 
 PROGRAM = str(TESTS / "agents_pause_program.py")
-SIGKILLED = -9
-
-
-class Tally:
-    runs = kills = ran_twice = approvals_lost = paused_changed = rejected_ran = 0
 
 
 def step(name: str, store: str, ledger: Path, hooks: str, kill: str = "none") -> Any:
-    done = subprocess.run(
-        [sys.executable, PROGRAM, name, store, str(ledger), hooks, kill],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if done.returncode == SIGKILLED:
-        Tally.kills += 1
-        return None
-    assert done.returncode == 0, (name, kill, done.stdout, done.stderr)
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if kind == "jsonl":
-        return str(tmp_path / "sessions")
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 's.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    schema = f"sdkpause{os.getpid()}_{abs(hash(tmp_path.name)) % 10**8}"
-    return f"{url}{'&' if '?' in url else '?'}schema={schema}"
-
-
-def events_of(store: str) -> list[ev.Event]:
-    opened, _ = open_store(store)
-    return list(opened.iter_events("pay"))
-
-
-def swept(store: str) -> subprocess.CompletedProcess[str]:
-    """`turnlog sweep --revive` over the store; a paused session is left byte for byte."""
-    paused = turnlog.inspect(store, "pay").status == "paused"
-    before = [ev.to_builtins(e) for e in events_of(store)]
-    done = subprocess.run(
-        [sys.executable, "-m", "turnlog", "sweep", "--store", store, "--revive"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    if paused:
-        changed = [ev.to_builtins(e) for e in events_of(store)] != before
-        Tally.paused_changed += changed
-        assert not changed
-    return done
-
-
-def charges(ledger: Path) -> int:
-    return ledger.read_text().split().count("c1") if ledger.exists() else 0
-
-
-def check_valid(store: str) -> list[ev.Event]:
-    events = events_of(store)
-    state = Fold(events).state
-    assert state.open_turn is None, [e.type for e in events]
-    for provider in PROVIDERS:
-        assert validate(provider, render(provider, state.messages)) == [], provider
-    results = Counter(e.data.call_id for e in events if isinstance(e.data, ev.ToolResult))
-    assert all(count == 1 for count in results.values()), results
-    return events
-
-
-def results_of(events: list[ev.Event], call_id: str) -> list[ev.ToolResult]:
-    return [
-        e.data for e in events if isinstance(e.data, ev.ToolResult) and e.data.call_id == call_id
-    ]
-
-
-def decisions_of(events: list[ev.Event]) -> list[str]:
-    return [e.data.decision for e in events if isinstance(e.data, ev.ToolDecision)]
+    return run_program(PROGRAM, name, store, str(ledger), hooks, kill)
 
 
 def paused_in_one_process(store: str, ledger: Path, hooks: str) -> None:
     """The run pauses, and its process is killed while it waits; a sweep leaves it."""
     Tally.runs += 1
     assert step("run", store, ledger, hooks, "waiting") is None
-    found = turnlog.inspect(store, "pay")
-    assert found.status == "paused", (found.status, found.owed_calls, found.reason)
-    assert found.owed_calls == ()
-    assert [(a.call_id, a.name, a.kind) for a in found.awaiting] == [("c1", "pay", "approval")]
-    done = swept(store)
-    assert "paused: waiting for approval of pay (c1)" in done.stdout + done.stderr
+    paused_and_swept(store)
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
@@ -231,8 +160,4 @@ def test_new_input_while_paused_settles_the_pause_as_not_run(
 
 def test_zz_tally() -> None:
     """The counts the closing note gives (printed; run last in this module)."""
-    print(
-        f"\nagents pauses: runs={Tally.runs} kills={Tally.kills} ran_twice={Tally.ran_twice} "
-        f"paused_changed={Tally.paused_changed} rejected_ran={Tally.rejected_ran}",
-        file=sys.stderr,
-    )
+    print_tally("agents pauses")

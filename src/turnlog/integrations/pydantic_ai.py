@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from pydantic_ai import messages as pm
+from pydantic_ai import DeferredToolRequests, messages as pm
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, SkipToolExecution, ToolFailed
 
@@ -47,6 +47,11 @@ from turnlog.integrations import (
     tool_idempotency,
 )
 from turnlog.integrations.answered import owed_here, recorded_answer
+from turnlog.integrations.pydantic_ai_pauses import (
+    acting_on_approval,
+    pause_deferred,
+    record_decisions,
+)
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
 from turnlog.text import display_text, foreign_text
@@ -222,6 +227,7 @@ class TurnlogCapability(AbstractCapability[Any]):
         idempotency = tool_idempotency(
             call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
         )
+        await log.call_light(acting_on_approval, log.log, call.tool_call_id)
         # Durable before the tool body runs: recovery's "not started" rests on it.
         dispatch = ev.ToolDispatch(
             call_id=call.tool_call_id, name=call.tool_name, idempotency=idempotency
@@ -298,8 +304,21 @@ class TurnlogCapability(AbstractCapability[Any]):
         )
         raise error
 
+    async def before_node_run(self, ctx: Any, *, node: Any) -> Any:
+        # A run resumed with `deferred_tool_results`: its decisions about the
+        # paused calls are recorded before any of them acts.
+        results = getattr(node, "deferred_tool_results", None)
+        if results is not None:
+            await self.log.call_light(record_decisions, self.log.log, results)
+        return node
+
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
-        await self.log.call_light(_settle_and_end, self.log.log, list(result.all_messages()))
+        messages = list(result.all_messages())
+        if isinstance(getattr(result, "output", None), DeferredToolRequests):
+            # The run stopped on purpose: its deferred calls wait, paused.
+            await self.log.call_light(_settle_and_pause, self.log.log, messages, result.output)
+        else:
+            await self.log.call_light(_settle_and_end, self.log.log, messages)
         return result
 
 
@@ -323,11 +342,12 @@ def _open_turn_seq(log: Log) -> int | None:
 def _check_start(log: Log, given: list[tuple[str, tuple[str, ...]]], mode: HistoryCheck) -> None:
     """A run may start: no turn of an earlier run is left open, and the
     history it was given is the log's transcript or extends it."""
-    refuse_unfinished(
-        log,
-        how="a run on this handle ended without its turn closed; recover the session "
-        "(`recover=True` on a new handle) before running again",
-    )
+    if not log.paused:  # a paused turn is resumed with deferred_tool_results
+        refuse_unfinished(
+            log,
+            how="a run on this handle ended without its turn closed; recover the session "
+            "(`recover=True` on a new handle) before running again",
+        )
     check_history(log, given, mode, what="the run's message_history")
 
 
@@ -336,6 +356,14 @@ def _settle_and_step(log: Log, messages: list[Any]) -> None:
     with log.lock:
         _settle(log, messages)
         begin_step(log)
+
+
+def _settle_and_pause(log: Log, messages: list[Any], requests: DeferredToolRequests) -> None:
+    """After a run that deferred calls: settle what the framework answered
+    (the siblings that ran), then pause the deferred calls."""
+    with log.lock:
+        _settle(log, messages)
+        pause_deferred(log, requests)
 
 
 def _settle_and_end(log: Log, messages: list[Any]) -> None:
@@ -356,7 +384,9 @@ def _settle(log: Log, messages: list[Any]) -> None:
     which is pessimistic, not wrong)."""
     with log.lock:
         turn = log.open_turn
-        owed = {c.call_id: c for c in turn.calls if not c.answered} if turn else {}
+        owed = (
+            {c.call_id: c for c in turn.calls if not c.answered and not c.waiting} if turn else {}
+        )
         if not owed:
             return
         answers: dict[str, pm.ToolReturnPart | pm.RetryPromptPart] = {}  # newest per call

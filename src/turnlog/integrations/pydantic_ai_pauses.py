@@ -1,0 +1,90 @@
+"""Pydantic AI's deferred tools as turnlog pauses: the run that defers, and the run that resumes.
+
+A run whose output is `DeferredToolRequests` stopped on purpose: each call
+that waits for an approval (`requires_approval`, `ApprovalRequired` from an
+arguments validator) or for an outside result (`ExternalToolset`,
+`CallDeferred`) is paused in the log, so no recovery or sweep takes the run
+for a crashed one. The decisions come back with the next run's
+`deferred_tool_results`; they are recorded before any tool runs (an approved
+call is then dispatched write-ahead, as every call), and the caller holds
+them until then: the pauses name it as where the decision is kept
+(`decided_in`), so one that ends undecided reads "may have run" (A3).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.exceptions import ModelRetry, ToolFailed
+
+from turnlog import events as ev
+from turnlog.handle.log import Log
+from turnlog.integrations import begin_step
+from turnlog.text import foreign_text
+
+# Where the decision about a deferred call is kept until the run resumes.
+DECIDED_IN: Final = "Pydantic AI's deferred_tool_results"
+
+
+def pause_deferred(log: Log, requests: DeferredToolRequests) -> None:
+    """Pause each deferred call the run asked for and never started; the
+    open step ends `paused` once nothing else in it is owed. A call whose
+    tool body raised the deferral had already been dispatched (it started):
+    it stays a call in flight, as the log can prove no more of it."""
+    with log.lock:
+        turn = log.open_turn
+        if turn is None:
+            return
+        unstarted = {c.call_id for c in turn.calls if c.dispatch is None and not c.answered}
+        waiting = {one.call_id for one in log.awaiting}
+        for part in requests.approvals:
+            if part.tool_call_id in unstarted and part.tool_call_id not in waiting:
+                log.pause(part.tool_call_id, kind="approval", decided_in=DECIDED_IN)
+        for part in requests.calls:
+            if part.tool_call_id in unstarted and part.tool_call_id not in waiting:
+                kind = "input" if requests.kind(part.tool_call_id) == "question" else "external"
+                log.pause(part.tool_call_id, kind=kind, decided_in=DECIDED_IN)
+        turn = log.open_turn
+        if turn is not None and turn.open_step is not None and not turn.owed:
+            log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="paused"))
+
+
+def record_decisions(log: Log, results: DeferredToolResults) -> None:
+    """The resumed run's `deferred_tool_results`, recorded before anything
+    acts on them: an approval (the tool then runs, dispatched first), a
+    denial (A1: it never runs), an outside result (delivered). Nothing is
+    written unless every undecided pause has its result: Pydantic AI refuses
+    such a run itself, and the log must not hold half of its decisions."""
+    with log.lock:
+        undecided = {one.call_id: one for one in log.awaiting if one.decision is None}
+        if not undecided:
+            return
+        given = results.to_tool_call_results()
+        if any(call_id not in given for call_id in undecided):
+            return
+        for call_id, result in given.items():
+            if call_id not in undecided:
+                continue
+            by = results.answered_by.get(call_id)
+            if isinstance(result, ToolApproved):
+                log.approve(call_id, by=by, reason="approved in deferred_tool_results")
+            elif isinstance(result, ToolDenied):
+                log.reject(call_id, by=by, reason=result.message)
+            elif isinstance(result, ToolFailed | ModelRetry):
+                log.deliver(call_id, str(result), by=by, is_error=True)
+            else:
+                log.deliver(call_id, _delivered_text(result), by=by)
+
+
+def _delivered_text(result: Any) -> str:
+    value = getattr(result, "return_value", result)
+    return foreign_text(value) or str(value)
+
+
+def acting_on_approval(log: Log, call_id: str) -> None:
+    """An approved paused call is about to run: a step of the resumed turn
+    holds its dispatch."""
+    with log.lock:
+        if any(one.call_id == call_id for one in log.awaiting):
+            begin_step(log, open_step=False)

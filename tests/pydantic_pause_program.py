@@ -1,0 +1,113 @@
+"""A crash-test program for Pydantic AI's deferred tools on a TurnlogCapability, killed with SIGKILL.
+
+    python pydantic_pause_program.py STEP STORE LEDGER DECISION KILL
+
+STEP is `run` (the model asks for `pay`, which `requires_approval`, and
+`look` beside it; the run ends with `DeferredToolRequests`), `resume` (a
+new process resumes on the session's messages with DECISION, `approve` or
+`deny`, as `deferred_tool_results`) or `continue` (a new prompt on the
+session, what a crashed resume is followed by). STORE is a store target;
+LEDGER a file `pay` appends its call id to, synced, before it returns; KILL
+the instant to die at: `waiting` (the run ended paused), `in_body` (pay's
+ledger line is synced, its result not written) or `none`. Prints the
+session's status and the run's output as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied, UserError
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+import turnlog
+from turnlog.integrations.pydantic_ai import TurnlogCapability
+from turnlog.stores import open_store
+
+KILL = ["none"]
+LEDGER: list[Path] = []
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    last = messages[-1]
+    returned = [part for part in last.parts if isinstance(part, ToolReturnPart)]
+    if returned:
+        return ModelResponse(
+            parts=[TextPart("done: " + "; ".join(str(p.content) for p in returned))]
+        )
+    if any(isinstance(part, ToolReturnPart) for m in messages for part in m.parts):
+        return ModelResponse(parts=[TextPart("carried on")])
+    return ModelResponse(
+        parts=[
+            ToolCallPart("pay", {"to": "bob", "amount": 5}, tool_call_id="c1"),
+            ToolCallPart("look", {"q": "balance"}, tool_call_id="c2"),
+        ]
+    )
+
+
+agent = Agent(FunctionModel(model), output_type=[str, DeferredToolRequests])
+
+
+@agent.tool_plain(requires_approval=True, metadata={"idempotency": "destructive"})
+def pay(to: str, amount: int) -> str:
+    """Pay someone."""
+    with LEDGER[0].open("a") as ledger:
+        ledger.write("c1\n")
+        ledger.flush()
+        os.fsync(ledger.fileno())
+    if KILL[0] == "in_body":
+        die()
+    return f"paid {to} {amount}"
+
+
+@agent.tool_plain(metadata={"idempotency": "read_only"})
+def look(q: str) -> str:
+    """Look something up."""
+    return f"{q}: 100"
+
+
+async def main(step: str, target: str, decision: str) -> dict[str, Any]:
+    store, _ = open_store(target)
+    async with TurnlogCapability(store, "pay") as cap:
+        output: Any
+        if step == "run":
+            result = await agent.run("pay bob 5", capabilities=[cap])
+            if KILL[0] == "waiting":
+                die()
+            output = sorted(part.tool_call_id for part in result.output.approvals)
+        elif step == "resume":
+            approval: bool | ToolDenied = True if decision == "approve" else ToolDenied("no")
+            results = DeferredToolResults(approvals={"c1": approval})
+            try:
+                resumed = await agent.run(
+                    message_history=cap.messages(),
+                    deferred_tool_results=results,
+                    capabilities=[cap],
+                )
+            except UserError as refused:  # Pydantic AI's own word: the call was answered
+                output = {"refused": str(refused)}
+            else:
+                output = resumed.output
+        else:
+            carried = await agent.run(
+                "continue", message_history=cap.messages(), capabilities=[cap]
+            )
+            output = carried.output
+    return {"status": turnlog.inspect(store, "pay").status, "output": output}
+
+
+if __name__ == "__main__":
+    STEP, TARGET, LEDGER_PATH, DECISION, KILL[0] = sys.argv[1:6]
+    LEDGER.append(Path(LEDGER_PATH))
+    print(json.dumps(asyncio.run(main(STEP, TARGET, DECISION))))
