@@ -1,8 +1,9 @@
 """docs/integrations.md's approval flows, run as written, one process per block.
 
 The Agents SDK's three blocks (the run pauses, a person decides on the saved
-`RunState`, the run resumes) and Pydantic AI's two (the run defers, the run
-resumes with `deferred_tool_results`), with `turnlog sweep --revive` over
+`RunState`, the run resumes), Pydantic AI's two (the run defers, the run
+resumes with `deferred_tool_results`) and LangGraph's two (the wrapper
+interrupts, the thread resumes with `Command(resume=...)`), with `turnlog sweep --revive` over
 the store between them. `agent` is the reader's own; each harness supplies
 one whose `charge` needs approval and writes a ledger.
 """
@@ -74,23 +75,60 @@ def model(messages, info):
 agent = Agent(FunctionModel(model), output_type=[str, DeferredToolRequests])
 agent.tool_plain(requires_approval=True)(charge)
 """
-HARNESS = {"openai-agents": AGENTS_SDK, "pydantic-ai": PYDANTIC_AI}
+LANGGRAPH = """
+import sqlite3
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+
+def model(state):
+    answers = [m.content for m in state["messages"] if isinstance(m, ToolMessage)]
+    if answers:
+        said = "refunded" if "refunded" in answers[-1] else "declined"
+        return {{"messages": [AIMessage(content="order 7: " + said, id="ai-final")]}}
+    asks = [{{"id": "call_1", "name": "charge", "args": {{"order": 7}}}}]
+    return {{"messages": [AIMessage(content="", id="ai-1", tool_calls=asks)]}}
+
+
+def build_graph(tools):
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", model)
+    graph.add_node("tools", ToolNode([tool(charge)], wrap_tool_call=tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    saver = SqliteSaver(sqlite3.connect("checkpoints.db", check_same_thread=False))
+    return graph.compile(checkpointer=saver)
+"""
+HARNESS = {"openai-agents": AGENTS_SDK, "pydantic-ai": PYDANTIC_AI, "langgraph": LANGGRAPH}
+FRAMEWORKS = ["openai-agents", "pydantic-ai", "langgraph"]
 SCRIPTS = {
     "pause": '[[function_call("charge", {"order": 7}, call_id="call_1")]]',
     "decide": "[]",
     "resume": '[[assistant_message("order 7 refunded")]]',
 }
-STEPS = {"openai-agents": ["pause", "decide", "resume"], "pydantic-ai": ["pause", "resume"]}
+STEPS = {
+    "openai-agents": ["pause", "decide", "resume"],
+    "pydantic-ai": ["pause", "resume"],
+    "langgraph": ["pause", "resume"],
+}
 # How each framework says no, in place of the approval its docs show.
 REJECT = {
     "openai-agents": ("state.approve(interruption)", "state.reject(interruption)"),
     "pydantic-ai": ('approvals={"call_1": True}', 'approvals={"call_1": ToolDenied("no")}'),
+    "langgraph": ("Command(resume=True)", "Command(resume=False)"),
 }
 FINAL = {
     ("openai-agents", "approve"): "order 7 refunded\n",
     ("openai-agents", "reject"): "order 7 refunded\n",
     ("pydantic-ai", "approve"): "order 7: refunded order 7\n",
     ("pydantic-ai", "reject"): "order 7: no\n",
+    ("langgraph", "approve"): "order 7: refunded\n",
+    ("langgraph", "reject"): "order 7: declined\n",
 }
 
 
@@ -125,17 +163,18 @@ def sweep(workdir: Path) -> None:
     assert path.read_bytes() == before
 
 
-@pytest.mark.parametrize("framework", ["openai-agents", "pydantic-ai"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_blocks_are_the_section(framework: str) -> None:
     assert list(blocks(framework)) == STEPS[framework]
 
 
-@pytest.mark.parametrize("framework", ["openai-agents", "pydantic-ai"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 @pytest.mark.parametrize("decision", ["approve", "reject"])
 def test_pause_decide_resume_in_separate_processes(
     framework: str, decision: str, tmp_path: Path
 ) -> None:
-    pytest.importorskip("agents" if framework == "openai-agents" else "pydantic_ai")
+    modules = {"openai-agents": "agents", "langgraph": "langgraph.checkpoint.sqlite"}
+    pytest.importorskip(modules.get(framework, "pydantic_ai"))
     code = blocks(framework)
     *first, last = STEPS[framework]
     for step in first:

@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from turnlog import events as ev
+from turnlog.core.pauses import Awaiting
 from turnlog.core.recovery import unwind_result
 from turnlog.errors import UsageError
 from turnlog.events import Origin, ToolCall
@@ -40,6 +41,7 @@ from turnlog.integrations import (
     check_history_mode,
     check_idempotency_map,
     end_turn,
+    langgraph_pauses,
     refuse_interrupted,
     release,
     shared_state,
@@ -114,7 +116,9 @@ class TurnlogToolWrapper:
     `idempotency` maps tool names to `read_only`, `idempotent`, `destructive`
     or `unknown`; a tool's own `metadata={"idempotency": ...}` says the same.
     `history` checks that the thread is the log's transcript or extends it:
-    `warn` (default), `strict` (raises) or `off`.
+    `warn` (default), `strict` (raises) or `off`. `pauses` maps tool names to
+    the pause their calls take before they run (`approval`, `input`,
+    `external`; see `turnlog.integrations.langgraph_pauses`).
     """
 
     def __init__(
@@ -124,9 +128,11 @@ class TurnlogToolWrapper:
         *,
         idempotency: Mapping[str, str] | None = None,
         history: HistoryCheck = "warn",
+        pauses: Mapping[str, str] | None = None,
         **options: Any,
     ) -> None:
         self._idempotency = check_idempotency_map(idempotency)
+        self._pauses = langgraph_pauses.check_pauses(pauses)
         self._history = check_history_mode(history)
         self._handle: Log | None = acquire(target, session_id, **options)
         self.session_id = self._handle.session_id
@@ -365,10 +371,39 @@ class TurnlogToolWrapper:
         failure = f"{type(exc).__name__}: {exc}"
         log.append(ev.ToolResult(call_id=call_id, name=name, content=failure, is_error=True))
 
+    def _held(self, request: Any) -> Awaiting | None:
+        """The call's pause, when its tool is one to pause (written now if new)."""
+        call = request.tool_call
+        name = str(call["name"])
+        kind = langgraph_pauses.pause_kind(self._pauses, name, getattr(request, "tool", None))
+        if kind is None:
+            return None
+        call_id = str(call["id"])
+        self._record_request(request.state, call_id)
+        return langgraph_pauses.hold(self._live(), call_id, name, call.get("args"), kind)
+
+    def _decided(self, request: Any, waiting: Awaiting, value: Any) -> Any:
+        """Act on the resume value: None to run the approved call, else the
+        answer the log now holds (a rejection, a delivered result)."""
+        if langgraph_pauses.act_on(self._live(), waiting, value):
+            return None
+        return self._recorded_output(request)
+
     def __call__(self, request: Any, execute: Callable[[Any], Any]) -> Any:
         recorded = self._recorded_output(request)
         if recorded is not None:
             return recorded
+        waiting = self._held(request)
+        if waiting is not None and waiting.decision is None:
+            from langgraph.types import interrupt
+
+            args = request.tool_call.get("args")
+            value = interrupt(langgraph_pauses.interrupt_value(waiting, args))
+            answered = self._decided(request, waiting, value)
+            if answered is not None:
+                return answered
+        elif waiting is not None:
+            langgraph_pauses.resume_decided(self._live())
         call_id, name = self._before(request)
         try:
             result = execute(request)
@@ -384,6 +419,17 @@ class TurnlogToolWrapper:
         recorded = await asyncio.to_thread(self._recorded_output, request)
         if recorded is not None:
             return recorded
+        waiting = await asyncio.to_thread(self._held, request)
+        if waiting is not None and waiting.decision is None:
+            from langgraph.types import interrupt
+
+            args = request.tool_call.get("args")
+            value = interrupt(langgraph_pauses.interrupt_value(waiting, args))
+            answered = await asyncio.to_thread(self._decided, request, waiting, value)
+            if answered is not None:
+                return answered
+        elif waiting is not None:
+            await asyncio.to_thread(langgraph_pauses.resume_decided, self._live())
         call_id, name = await asyncio.to_thread(self._before, request)
         try:
             result = await execute(request)
