@@ -4,7 +4,7 @@
 
 STEP is `run` (the model asks for `pay`, which the wrapper pauses for
 approval; the graph stops on the wrapper's `interrupt()`) or `resume` (a new process resumes the thread from its
-checkpoint with `Command(resume=DECISION == "approve")`). STORE is a store
+checkpoint with `Command(resume=DECISION == "approve")`, or a string for DECISION `text`). STORE is a store
 target; LEDGER a file `pay` appends its call id to, synced, before it
 returns (the checkpoint lives beside it); KILL the instant to die at:
 `waiting` (the run stopped paused), `in_body` (pay's ledger line is synced,
@@ -81,6 +81,13 @@ def main(step: str, target: str, decision: str) -> dict[str, Any]:
             out = app.invoke({"messages": [HumanMessage("pay bob 5", id="h-1")]}, config)
             if KILL[0] == "waiting":
                 die()
+        elif decision == "text":
+            # A value that only looks like a decision: refused, nothing written.
+            try:
+                app.invoke(Command(resume="no"), config)
+            except turnlog.UsageError as refused:
+                return {"status": turnlog.inspect(store, "pay").status, "refused": str(refused)}
+            raise AssertionError("a resume value that is not True or False was taken")
         else:
             out = app.invoke(Command(resume=decision == "approve"), config)
         tools.finish(out)

@@ -19,6 +19,10 @@ PAY = ToolCall(id="c1", name="pay", arguments={"amount": 5})
 LOOK = ToolCall(id="c2", name="look")
 
 
+# Where a framework keeps a pause's decision, for the pauses it owns.
+KEPT = "the Agents SDK's RunState"
+
+
 def paused_log(
     store: turnlog.Store, *, until: str | None = None, decided_in: str | None = None
 ) -> None:
@@ -61,9 +65,11 @@ def test_a_framework_that_holds_the_approval_delivers_its_answer() -> None:
     and an approval recorded here may be answered without a dispatch by a
     writer that does not dispatch."""
     store = MemoryStore()
-    paused_log(store, decided_in="the Agents SDK's RunState")
+    paused_log(store, decided_in=KEPT)
     with turnlog.open(store, "s") as log:
-        decision, result = log.deliver("c1", "Tool execution was not approved.", by="openai-agents")
+        decision, result = log.deliver(
+            "c1", "Tool execution was not approved.", by="openai-agents", keeper=KEPT
+        )
         assert decision.data.decision == "delivered" and result.data.risk is None
         # Answered, and held for the resume that lets the model read it.
         assert log.paused and not log.awaiting and log.verdict().owed == ()
@@ -218,3 +224,66 @@ def test_a_decided_pause_never_expires() -> None:
         log.approve("c1")
         assert log.expire() == []
         assert log.paused
+
+
+def test_a_turn_whose_pauses_are_decided_reads_paused_until_it_resumes(tmp_path: Path) -> None:
+    """Rejected from outside (the command line), the only paused call is
+    answered at once; the turn is held for its resume, and neither inspect
+    nor a sweep takes it for an interrupted one."""
+    store = JSONLStore(tmp_path)
+    paused_log(store)
+    with turnlog.open(store, "s") as log:
+        log.reject("c1", by="alice")
+    before = store.read("s")
+    found = turnlog.inspect(store, "s")
+    assert (found.status, found.awaiting, found.owed_calls) == ("paused", (), ())
+    assert turnlog.recover(store, "s").plan.events == ()
+    assert store.read("s") == before
+
+
+def test_a_framework_keeps_its_decisions() -> None:
+    """A pause whose decision a framework keeps (`decided_in`) is decided by
+    that keeper only: a decision from anywhere else is refused, nothing written."""
+    store = MemoryStore()
+    paused_log(store, decided_in=KEPT)
+    with turnlog.open(store, "s") as log:
+        before = log.next_seq
+        for decide in (log.approve, log.reject):
+            with pytest.raises(UsageError, match="kept in the Agents SDK's RunState"):
+                decide("c1", by="alice")
+        assert log.next_seq == before
+        log.approve("c1", keeper=KEPT)
+        assert log.awaiting[0].decision == "approved"
+
+
+def test_an_approved_call_dropped_by_its_framework_may_have_run() -> None:
+    store = MemoryStore()
+    paused_log(store, decided_in=KEPT)
+    with turnlog.open(store, "s") as log:
+        log.approve("c1", keeper=KEPT)
+        (answer,) = log.expire(because="a new run began")[:1]
+        assert isinstance(answer.data, ev.ToolResult)
+        assert (answer.data.rule, answer.data.risk) == ("A3", "tool_outcome_unknown")
+        assert not log.turn_open
+
+
+def test_an_approved_call_answered_without_a_dispatch_proves_nothing_of_others() -> None:
+    """A writer that ran an approved call with no dispatch (a framework whose
+    hook never showed it start) does not dispatch ahead: its turn's other
+    undispatched calls read R4, not R2."""
+    store = MemoryStore()
+    with turnlog.open(store, "s", create=True) as log:
+        log.user("go")
+        log.begin_turn()
+        log.begin_step()
+        log.assistant("", [PAY, LOOK])
+        log.pause("c1")
+        log.approve("c1")
+        with log.dispatch(LOOK) as running:
+            running.result("ok")
+        log.append(ev.ToolResult(call_id="c1", content="paid"), allow_undispatched=True)
+        log.end_step()
+        log.begin_step()
+        log.assistant("", [ToolCall(id="c3", name="pay")])
+    (owed,) = turnlog.verdict(store.read("s")).owed
+    assert (owed.call_id, owed.rule) == ("c3", "R4")

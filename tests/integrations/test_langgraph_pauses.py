@@ -90,6 +90,16 @@ def test_resume_killed_in_the_tool_is_judged_and_never_runs_twice(
     check_valid(store)
 
 
+def test_a_resume_value_that_is_not_a_decision_is_refused(tmp_path: Path) -> None:
+    store = str(tmp_path / "sessions")
+    ledger = tmp_path / "ledger.txt"
+    paused_in_one_process(store, ledger)
+    before = events_of(store)
+    done = step("resume", store, ledger, "text")
+    assert done["status"] == "paused" and "is not True or False" in done["refused"]
+    assert events_of(store) == before and charges(ledger) == 0
+
+
 def test_zz_tally() -> None:
     """The counts the closing note gives (printed; run last in this module)."""
     print_tally("langgraph pauses")

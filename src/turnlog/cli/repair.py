@@ -70,12 +70,12 @@ def recover_command(session: str, store_url: str | None, force: bool, as_json: b
     elif not recovery.awaiting:
         console.print("nothing to recover: no open turn")
     if recovery.awaiting:
-        from turnlog.core.pauses import describe_pause
+        from turnlog.core.pauses import describe_pause, how_to_decide
 
         # A pause is not a crash: left as it is, and said why.
         console.print(
             f"nothing to recover for the pause: {describe_pause(recovery.awaiting)}; "
-            "decide with `turnlog approve` / `turnlog reject`, then resume the run"
+            + how_to_decide(recovery.awaiting)
         )
     if recovery.reports_owed:
         console.print(

@@ -313,10 +313,11 @@ class Fold(OpenTurnQuestions):
             if (
                 (call is None or call.dispatch is None)
                 and event.origin not in _SYNTHETIC_ORIGINS
-                and (call is None or call.decision is None)
+                and (call is None or call.decision is None or call.decision.decision == "approved")
             ):
-                # A decided pause's result (a delivered answer) needs no
-                # dispatch: nothing ran here, and the decision says so.
+                # A rejected, expired or delivered pause's result needs no
+                # dispatch: nothing ran here, and the decision says so. An
+                # approved call answered without one ran unseen.
                 turn.result_without_dispatch = True
         else:
             self._warnings.append(f"seq {event.seq}: result for {call_id!r} outside any turn")

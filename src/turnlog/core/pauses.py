@@ -107,8 +107,19 @@ def describe_wait(awaiting: Awaiting) -> str:
     return f"waiting for {waited} of {what}{since}{until}"
 
 
+def how_to_decide(awaiting: tuple[Awaiting, ...]) -> str:
+    """Where a person decides these pauses: the framework state that keeps a
+    decision (`decided_in`), else the command line."""
+    kept = sorted({one.decided_in for one in awaiting if one.decided_in is not None})
+    if kept:
+        return f"decide in {' / '.join(kept)}, then resume the run"
+    return "decide with `turnlog approve` / `turnlog reject`, then resume the run"
+
+
 def describe_pause(awaiting: tuple[Awaiting, ...]) -> str:
     """Why a paused session is left alone: "paused: waiting for approval of pay (c1) since …"."""
+    if not awaiting:
+        return "paused: every paused call is decided, to be resumed"
     return "paused: " + "; ".join(describe_wait(one) for one in awaiting)
 
 
@@ -352,6 +363,14 @@ def expiry_events(
         if awaiting.decision == Decision.EXPIRED.value:
             # Expired before, its result lost with a torn write: answer it now.
             answer = expired_result(awaiting, "the wait expired")
+            out.append(Event(seq=seq, data=answer, ts=ts, origin=origin))
+            seq += 1
+            settled.add(awaiting.call_id)
+            continue
+        if because is not None and awaiting.decision == Decision.APPROVED.value:
+            # Approved and never dispatched here, dropped by the run that went
+            # on: its decision stands recorded; the answer says what is known.
+            answer = expired_result(awaiting, because)
             out.append(Event(seq=seq, data=answer, ts=ts, origin=origin))
             seq += 1
             settled.add(awaiting.call_id)

@@ -70,8 +70,11 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     def paused(self) -> bool:
         """The open turn stopped on purpose: calls wait on decisions, and
         nothing is owed to recovery. (With owed calls too, the run crashed
-        while paused: recovery answers those, and the pause stands.)"""
-        return bool(self.awaiting) and not self.owed
+        while paused: recovery answers those, and the pause stands.) A turn
+        whose pauses are all decided is paused until it resumes (`held`)."""
+        turn = self.open_turn
+        held = turn is not None and turn.held and turn.open_step is None
+        return (bool(self.awaiting) or held) and not self.owed
 
 
 def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:

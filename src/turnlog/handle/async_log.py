@@ -252,22 +252,40 @@ class AsyncLog:
         )
 
     async def approve(
-        self, call_id: str, *, by: str | None = None, reason: str | None = None
+        self,
+        call_id: str,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+        keeper: str | None = None,
     ) -> Event[ev.ToolDecision]:
         """`Log.approve`, synced off the event loop."""
-        return await self._run(self.log.approve, call_id, by=by, reason=reason)
+        return await self._run(self.log.approve, call_id, by=by, reason=reason, keeper=keeper)
 
     async def reject(
-        self, call_id: str, *, by: str | None = None, reason: str | None = None
+        self,
+        call_id: str,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+        keeper: str | None = None,
     ) -> list[Event]:
         """`Log.reject`, synced off the event loop."""
-        return await self._run(self.log.reject, call_id, by=by, reason=reason)
+        return await self._run(self.log.reject, call_id, by=by, reason=reason, keeper=keeper)
 
     async def deliver(
-        self, call_id: str, content: Content, *, by: str | None = None, is_error: bool = False
+        self,
+        call_id: str,
+        content: Content,
+        *,
+        by: str | None = None,
+        is_error: bool = False,
+        keeper: str | None = None,
     ) -> list[Event]:
         """`Log.deliver`, synced off the event loop."""
-        return await self._run(self.log.deliver, call_id, content, by=by, is_error=is_error)
+        return await self._run(
+            self.log.deliver, call_id, content, by=by, is_error=is_error, keeper=keeper
+        )
 
     async def expire(
         self,

@@ -321,22 +321,43 @@ class Log:
         )
 
     def approve(
-        self, call_id: str, *, by: str | None = None, reason: str | None = None
+        self,
+        call_id: str,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+        keeper: str | None = None,
     ) -> Event[ev.ToolDecision]:
-        """Record that the paused call may run; resuming the turn dispatches it."""
-        return pauses.approve(self.held, call_id, by=by, reason=reason)
+        """Record that the paused call may run; resuming the turn dispatches it.
+        A pause whose decision a framework keeps (`decided_in`) takes one only
+        from that keeper (`keeper=` the same words): decided anywhere else, a
+        run the framework resumes could act against it unseen."""
+        return pauses.approve(self.held, call_id, by=by, reason=reason, keeper=keeper)
 
     def reject(
-        self, call_id: str, *, by: str | None = None, reason: str | None = None
+        self,
+        call_id: str,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+        keeper: str | None = None,
     ) -> list[Event]:
-        """Record that the paused call must not run, and answer it as declined (A1)."""
-        return pauses.reject(self.held, call_id, by=by, reason=reason)
+        """Record that the paused call must not run, and answer it as declined
+        (A1). `keeper` as for `approve`."""
+        return pauses.reject(self.held, call_id, by=by, reason=reason, keeper=keeper)
 
     def deliver(
-        self, call_id: str, content: Content, *, by: str | None = None, is_error: bool = False
+        self,
+        call_id: str,
+        content: Content,
+        *,
+        by: str | None = None,
+        is_error: bool = False,
+        keeper: str | None = None,
     ) -> list[Event]:
-        """Answer a paused `external` or `input` call with the result that arrived."""
-        return pauses.deliver(self.held, call_id, content, by=by, is_error=is_error)
+        """Answer a paused `external` or `input` call with the result that
+        arrived. `keeper` as for `approve`."""
+        return pauses.deliver(self.held, call_id, content, by=by, is_error=is_error, keeper=keeper)
 
     def expire(
         self,

@@ -16,6 +16,7 @@ from turnlog.core.pauses import (
     rejected_result,
     timestamp,
 )
+from turnlog.errors import UsageError
 from turnlog.events import Content, Decision, Event, Origin
 from turnlog.handle.state import HandleState
 
@@ -57,11 +58,32 @@ def _requested(held: HandleState, call_id: str) -> str | None:
     return None
 
 
+def _check_keeper(held: HandleState, call_id: str, keeper: str | None) -> None:
+    """A pause whose decision a framework keeps is decided there only: a
+    decision recorded here could not stop a run the framework resumes from
+    its own state, and the log would claim what did not happen."""
+    with held.lock:
+        call = held.fold.waiting_call(call_id)
+        kept = call.pause.decided_in if call is not None and call.pause is not None else None
+    if kept is not None and keeper != kept:
+        raise UsageError(
+            f"call {call_id!r} waits for a decision kept in {kept}",
+            hint=f"decide it there and resume the run: turnlog records the decision when "
+            f"the run acts on it ({kept} is what a resumed run follows)",
+        )
+
+
 def approve(
-    held: HandleState, call_id: str, *, by: str | None = None, reason: str | None = None
+    held: HandleState,
+    call_id: str,
+    *,
+    by: str | None = None,
+    reason: str | None = None,
+    keeper: str | None = None,
 ) -> Event[ev.ToolDecision]:
     """Record that the paused call may run (synced). Resuming the turn then
     dispatches it write-ahead and runs it, once."""
+    _check_keeper(held, call_id, keeper)
     data = ev.ToolDecision(
         call_id=call_id,
         decision=Decision.APPROVED.value,
@@ -72,10 +94,16 @@ def approve(
 
 
 def reject(
-    held: HandleState, call_id: str, *, by: str | None = None, reason: str | None = None
+    held: HandleState,
+    call_id: str,
+    *,
+    by: str | None = None,
+    reason: str | None = None,
+    keeper: str | None = None,
 ) -> list[Event]:
     """Record that the paused call must not run, and answer it (A1) in the
     same write: the model reads that a person declined it."""
+    _check_keeper(held, call_id, keeper)
     with held.lock:
         name = _requested(held, call_id)
         decision = ev.ToolDecision(
@@ -97,9 +125,11 @@ def deliver(
     *,
     by: str | None = None,
     is_error: bool = False,
+    keeper: str | None = None,
 ) -> list[Event]:
     """Record the result an outside system (or a person) delivered for a
     paused `external` or `input` call, with who delivered it, in one write."""
+    _check_keeper(held, call_id, keeper)
     with held.lock:
         name = _requested(held, call_id)
         decision = ev.ToolDecision(

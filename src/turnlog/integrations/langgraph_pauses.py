@@ -9,10 +9,10 @@ while the wrapper's runs nothing. The run resumes with
 `Command(resume=...)`: for an approval, a true value approves (the call is
 then dispatched write-ahead and runs once) and a false one declines it (A1);
 for an `input` or `external` pause, the value is the call's result
-(delivered). The decision is recorded before it is acted on. A decision made
-in the log (`turnlog approve` / `reject`) stands, and no interrupt is raised
-for it. The checkpoint holds the resume value until the run resumes, so the
-pause names it as where the decision is kept (`decided_in`).
+(delivered). The decision is recorded before it is acted on. The checkpoint
+holds the resume value until the run resumes, so the pause names it as where
+the decision is kept (`decided_in`), and a decision from anywhere else
+(`turnlog approve`) is refused with a hint.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from turnlog import events as ev
 from turnlog.core.pauses import Awaiting, check_kind
+from turnlog.errors import UsageError
 from turnlog.handle.log import Log
 from turnlog.integrations import begin_step
 from turnlog.text import foreign_text
@@ -77,15 +78,26 @@ def interrupt_value(waiting: Awaiting, args: Any) -> dict[str, Any]:
 def act_on(log: Log, waiting: Awaiting, value: Any) -> bool:
     """Record the resume value as the call's decision; True when the call is
     to run (approved), False when the log now holds its answer."""
+    if waiting.kind == "approval" and not isinstance(value, bool):
+        # A value that only looks like a decision ("no", {"approved": False})
+        # must not approve a charge: refused, nothing written.
+        raise UsageError(
+            f"resume value {value!r} for the approval of call {waiting.call_id!r} is not "
+            "True or False",
+            hint="resume with Command(resume=True) to approve or Command(resume=False) to decline",
+        )
     with log.lock:
         begin_step(log, open_step=False)  # the paused turn resumes
         if waiting.kind == "approval":
             if value:
-                log.approve(waiting.call_id, by="langgraph", reason="Command(resume=...)")
+                reason = "Command(resume=True)"
+                log.approve(waiting.call_id, by="langgraph", reason=reason, keeper=DECIDED_IN)
                 return True
-            log.reject(waiting.call_id, by="langgraph", reason="declined with Command(resume=...)")
+            reason = "declined with Command(resume=False)"
+            log.reject(waiting.call_id, by="langgraph", reason=reason, keeper=DECIDED_IN)
             return False
-        log.deliver(waiting.call_id, foreign_text(value) or str(value), by="langgraph")
+        content = foreign_text(value) or str(value)
+        log.deliver(waiting.call_id, content, by="langgraph", keeper=DECIDED_IN)
         return False
 
 

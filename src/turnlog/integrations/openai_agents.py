@@ -56,6 +56,7 @@ from turnlog.integrations.openai_agents_items import (
 )
 from turnlog.integrations.openai_agents_saving import (
     CALLS,
+    DECIDED_IN,
     RunEndedUnseen,
     agent_ended,
     drop_undecided,
@@ -291,7 +292,7 @@ def _act_on_approval(log: Log, call_id: str) -> None:
     if waiting is None:
         return
     if waiting.decision is None:
-        log.approve(call_id, reason="approved on the Agents SDK's RunState")
+        log.approve(call_id, reason="approved on the Agents SDK's RunState", keeper=DECIDED_IN)
     begin_step(log, open_step=False)
 
 

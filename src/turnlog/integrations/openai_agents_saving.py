@@ -107,9 +107,8 @@ def _answer_paused(log: Log, call_id: str, name: str | None, item: dict[str, Any
             call_id=call_id, name=name, content=content, is_error=item.get("status") == "failed"
         )
         return log.append(answer, allow_undispatched=True).seq
-    written = log.deliver(
-        call_id, content, by="openai-agents", is_error=item.get("status") == "failed"
-    )
+    failed = item.get("status") == "failed"
+    written = log.deliver(call_id, content, by="openai-agents", is_error=failed, keeper=DECIDED_IN)
     return written[-1].seq
 
 

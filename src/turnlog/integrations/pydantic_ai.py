@@ -49,6 +49,7 @@ from turnlog.integrations import (
 from turnlog.integrations.answered import owed_here, recorded_answer
 from turnlog.integrations.pydantic_ai_pauses import (
     acting_on_approval,
+    drop_pauses,
     pause_deferred,
     record_decisions,
 )
@@ -165,6 +166,10 @@ class TurnlogCapability(AbstractCapability[Any]):
         given = _shape(getattr(ctx, "messages", None) or [])
         # Light once the transcript is read: then neither step does I/O.
         run = log.call_light if log.log.transcript_read else log.call
+        if ctx.prompt and log.log.awaiting:
+            # A new prompt, not the deferred results: the paused calls are
+            # left behind undecided (A3: the caller held their decisions).
+            await log.call(drop_pauses, log.log)
         await run(_check_start, log.log, given, self.history)
         prompt = ctx.prompt
         if prompt:

@@ -68,13 +68,20 @@ def record_decisions(log: Log, results: DeferredToolResults) -> None:
                 continue
             by = results.answered_by.get(call_id)
             if isinstance(result, ToolApproved):
-                log.approve(call_id, by=by, reason="approved in deferred_tool_results")
+                reason = "approved in deferred_tool_results"
+                log.approve(call_id, by=by, reason=reason, keeper=DECIDED_IN)
             elif isinstance(result, ToolDenied):
-                log.reject(call_id, by=by, reason=result.message)
+                log.reject(call_id, by=by, reason=result.message, keeper=DECIDED_IN)
             elif isinstance(result, ToolFailed | ModelRetry):
-                log.deliver(call_id, str(result), by=by, is_error=True)
+                log.deliver(call_id, str(result), by=by, is_error=True, keeper=DECIDED_IN)
             else:
-                log.deliver(call_id, _delivered_text(result), by=by)
+                log.deliver(call_id, _delivered_text(result), by=by, keeper=DECIDED_IN)
+
+
+def drop_pauses(log: Log) -> None:
+    """A run with a new prompt while calls wait: they end as calls whose
+    decision never came (A3), and the turn closes when nothing else is owed."""
+    log.expire(because="a new run began on the session before any decision")
 
 
 def _delivered_text(result: Any) -> str:

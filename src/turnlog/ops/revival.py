@@ -11,7 +11,7 @@ import msgspec
 from turnlog import events as ev
 from turnlog.core.fold import Message
 from turnlog.core.notices import NoticeStyle, framed
-from turnlog.core.pauses import describe_pause
+from turnlog.core.pauses import describe_pause, how_to_decide
 from turnlog.core.recovery import Plan
 from turnlog.core.revivable import (
     DEFAULT_MAX_REVIVALS,
@@ -187,8 +187,7 @@ def _revive(
             appended=answered.events if answered is not None else (),
             agent=agent,
             session_id=log.session_id,
-            hint=describe_pause(found.awaiting)
-            + "; decide (`turnlog approve` / `turnlog reject`) and resume the run",
+            hint=describe_pause(found.awaiting) + "; " + how_to_decide(found.awaiting),
         )
     if reason is not None:
         hint = None
