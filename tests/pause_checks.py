@@ -116,3 +116,5 @@ def print_tally(name: str) -> None:
         f"paused_changed={Tally.paused_changed} rejected_ran={Tally.rejected_ran}",
         file=sys.stderr,
     )
+    # Each module counts its own campaign.
+    Tally.runs = Tally.kills = Tally.ran_twice = Tally.paused_changed = Tally.rejected_ran = 0
