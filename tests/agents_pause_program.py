@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from agents import Agent, RunHooks, Runner, RunState, function_tool, set_tracing
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 import turnlog
+from pause_ledger import KILL, LEDGER, charge, die
 from turnlog.integrations.openai_agents import TurnlogSession
 from turnlog.stores import open_store
 
@@ -50,23 +49,11 @@ ASK = [
 # What the model says: first the two calls, then its answer; a new run's
 # model answers at once.
 SCRIPTS = {"run": [ASK], "resume": [[assistant_message("done")]]}
-KILL = ["none"]
-LEDGER: list[Path] = []
-
-
-def die() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def pay(to: str, amount: int) -> str:
     """Pay someone."""
-    with LEDGER[0].open("a") as ledger:
-        ledger.write("c1\n")
-        ledger.flush()
-        os.fsync(ledger.fileno())
-    if KILL[0] == "in_body":
-        die()
-    return f"paid {to} {amount}"
+    return charge(to, amount)
 
 
 def look(q: str) -> str:

@@ -15,8 +15,6 @@ thread's last message as JSON.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -30,27 +28,15 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 
 import turnlog
+from pause_ledger import KILL, LEDGER, charge, die
 from turnlog.integrations.langgraph import TurnlogToolWrapper
 from turnlog.stores import open_store
-
-KILL = ["none"]
-LEDGER: list[Path] = []
-
-
-def die() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 @tool
 def pay(to: str, amount: int) -> str:
     """Pay someone."""
-    with LEDGER[0].open("a") as ledger:
-        ledger.write("c1\n")
-        ledger.flush()
-        os.fsync(ledger.fileno())
-    if KILL[0] == "in_body":
-        die()
-    return f"paid {to} {amount}"
+    return charge(to, amount)
 
 
 def model(state: MessagesState) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,13 @@ def paused_and_swept(store: str) -> None:
     assert [(a.call_id, a.name, a.kind) for a in found.awaiting] == [("c1", "pay", "approval")]
     done = swept(store)
     assert "paused: waiting for approval of pay (c1)" in done.stdout + done.stderr
+
+
+def paused_in_one_process(step: Callable[..., Any], store: str, ledger: Path, *args: str) -> None:
+    """The run pauses, and its process is killed while it waits; a sweep leaves it."""
+    Tally.runs += 1
+    assert step("run", store, ledger, *args, kill="waiting") is None
+    paused_and_swept(store)
 
 
 def print_tally(name: str) -> None:

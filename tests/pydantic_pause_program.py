@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,15 +26,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import turnlog
+from pause_ledger import KILL, LEDGER, charge, die
 from turnlog.integrations.pydantic_ai import TurnlogCapability
 from turnlog.stores import open_store
-
-KILL = ["none"]
-LEDGER: list[Path] = []
-
-
-def die() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -62,13 +54,7 @@ agent = Agent(FunctionModel(model), output_type=[str, DeferredToolRequests])
 @agent.tool_plain(requires_approval=True, metadata={"idempotency": "destructive"})
 def pay(to: str, amount: int) -> str:
     """Pay someone."""
-    with LEDGER[0].open("a") as ledger:
-        ledger.write("c1\n")
-        ledger.flush()
-        os.fsync(ledger.fileno())
-    if KILL[0] == "in_body":
-        die()
-    return f"paid {to} {amount}"
+    return charge(to, amount)
 
 
 @agent.tool_plain(metadata={"idempotency": "read_only"})

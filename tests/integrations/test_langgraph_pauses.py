@@ -16,6 +16,7 @@ import pytest
 
 pytest.importorskip("langgraph.checkpoint.sqlite")
 
+import pause_checks
 from paths import TESTS
 from pause_checks import (
     Tally,
@@ -23,7 +24,6 @@ from pause_checks import (
     check_valid,
     decisions_of,
     events_of,
-    paused_and_swept,
     print_tally,
     results_of,
     run_program,
@@ -40,9 +40,7 @@ def step(name: str, store: str, ledger: Path, decision: str = "approve", kill: s
 
 
 def paused_in_one_process(store: str, ledger: Path) -> None:
-    Tally.runs += 1
-    assert step("run", store, ledger, kill="waiting") is None
-    paused_and_swept(store)
+    pause_checks.paused_in_one_process(step, store, ledger)
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])

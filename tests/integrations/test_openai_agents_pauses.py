@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("agents")
 
+import pause_checks
 import turnlog
 from paths import TESTS
 from pause_checks import (
@@ -28,7 +29,6 @@ from pause_checks import (
     check_valid,
     decisions_of,
     events_of,
-    paused_and_swept,
     print_tally,
     results_of,
     run_program,
@@ -45,10 +45,7 @@ def step(name: str, store: str, ledger: Path, hooks: str, kill: str = "none") ->
 
 
 def paused_in_one_process(store: str, ledger: Path, hooks: str) -> None:
-    """The run pauses, and its process is killed while it waits; a sweep leaves it."""
-    Tally.runs += 1
-    assert step("run", store, ledger, hooks, "waiting") is None
-    paused_and_swept(store)
+    pause_checks.paused_in_one_process(step, store, ledger, hooks)
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
