@@ -88,7 +88,9 @@ def _waiting_result(
     )
 
 
-def _result(fold: Fold, data: ev.ToolResult, origin: str | None) -> WriteOrderError | None:
+def _result(fold: Fold, data: ev.ToolResult, origin: str | None) -> UsageError | None:
+    if not isinstance(data.content, str | list):
+        return _content(data)
     if data.orphaned:
         return _orphaned(fold, data, origin)
     paused, refused = _waiting_result(fold, data)
@@ -103,11 +105,11 @@ def _result(fold: Fold, data: ev.ToolResult, origin: str | None) -> WriteOrderEr
     )
 
 
-def _undispatched_result(
-    fold: Fold, data: ev.ToolResult, origin: str | None
-) -> WriteOrderError | None:
+def _undispatched_result(fold: Fold, data: ev.ToolResult, origin: str | None) -> UsageError | None:
     # Without a dispatch the call must still be one the open turn asked for
     # and owes: a result for anything else is one a provider rejects.
+    if not isinstance(data.content, str | list):
+        return _content(data)
     if data.orphaned:
         return _orphaned(fold, data, origin)
     paused, refused = _waiting_result(fold, data, undispatched=True)
@@ -324,7 +326,9 @@ def _step_end(fold: Fold, data: ev.StepEnd, origin: str | None) -> WriteOrderErr
     return None
 
 
-def _assistant(fold: Fold, data: ev.AssistantMessage, origin: str | None) -> WriteOrderError | None:
+def _assistant(fold: Fold, data: ev.AssistantMessage, origin: str | None) -> UsageError | None:
+    if not isinstance(data.content, str | list):
+        return _content(data)
     if fold.user_spoke is False:
         # Anthropic and Gemini refuse a conversation the assistant opens, and
         # an empty user message is dropped from every export.
@@ -386,6 +390,23 @@ def _compaction(fold: Fold, data: ev.Compaction, origin: str | None) -> WriteOrd
     return None
 
 
+def _content(data: EventData) -> UsageError | None:
+    """A message's content is text or a list of parts: anything else (None, a
+    number) would be written and then refused by every reader, the session
+    with it."""
+    content = getattr(data, "content", "")
+    if isinstance(content, str | list):
+        return None
+    return UsageError(
+        f"{data.TYPE} content {type(content).__name__!r} is neither text nor a list of parts",
+        hint='pass a string ("" for none) or a list of content parts',
+    )
+
+
+def _said(fold: Fold, data: EventData, origin: str | None) -> UsageError | None:
+    return _content(data)
+
+
 def _session(fold: Fold, data: ev.Session, origin: str | None) -> WriteOrderError | None:
     return WriteOrderError("a session header is written only at seq 0, when the log is created")
 
@@ -404,6 +425,8 @@ ORDER_RULES: Final[dict[type, Callable[[Fold, EventData, str | None], UsageError
     ev.Compaction: _compaction,  # type: ignore[dict-item]
     ev.Session: _session,  # type: ignore[dict-item]
     ev.RunRevived: _run_revived,  # type: ignore[dict-item]
+    ev.UserMessage: _said,
+    ev.SystemMessage: _said,
 }
 
 #: The payload types whose append depends on the state of the open turn.
