@@ -69,6 +69,11 @@ class Awaiting(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     decided_at: str | None = None
 
 
+def awaiting_call(awaiting: tuple[Awaiting, ...], call_id: str) -> Awaiting | None:
+    """The pause of `call_id` among `awaiting` (a handle's `awaiting`), if any."""
+    return next((one for one in awaiting if one.call_id == call_id), None)
+
+
 def awaiting_of(turn: OpenTurn | None) -> tuple[Awaiting, ...]:
     """The open turn's paused calls not yet acted on, in order of first sighting."""
     if turn is None:
@@ -262,33 +267,21 @@ def expired_result(call: Awaiting, why: str) -> ev.ToolResult:
     """A2: no decision came in time; the call never ran. A3 when the
     decision was kept outside the log (`decided_in`): a run acting on it may
     have run the call where the log could not see it, so it may have run."""
-    if call.decided_in is not None:
-        return ev.ToolResult(
-            call_id=call.call_id,
-            name=call.name,
-            content=_DROPPED_UNSEEN_TEXT.format(
-                what=_what(call.call_id, call.name),
-                waited_for=_WAITED_FOR.get(call.kind, call.kind),
-                since=call.since or "an unknown time",
-                why=why,
-                where=call.decided_in,
-            ),
-            is_error=True,
-            risk=Risk.OUTCOME_UNKNOWN.value,
-            rule="A3",
-        )
+    unseen = call.decided_in is not None
+    text = (_DROPPED_UNSEEN_TEXT if unseen else _EXPIRED_TEXT).format(
+        what=_what(call.call_id, call.name),
+        waited_for=_WAITED_FOR.get(call.kind, call.kind),
+        since=call.since or "an unknown time",
+        why=why,
+        where=call.decided_in,
+    )
     return ev.ToolResult(
         call_id=call.call_id,
         name=call.name,
-        content=_EXPIRED_TEXT.format(
-            what=_what(call.call_id, call.name),
-            waited_for=_WAITED_FOR.get(call.kind, call.kind),
-            since=call.since or "an unknown time",
-            why=why,
-        ),
+        content=text,
         is_error=True,
-        risk=Risk.NOT_STARTED.value,
-        rule="A2",
+        risk=(Risk.OUTCOME_UNKNOWN if unseen else Risk.NOT_STARTED).value,
+        rule="A3" if unseen else "A2",
     )
 
 

@@ -72,9 +72,9 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
         nothing is owed to recovery. (With owed calls too, the run crashed
         while paused: recovery answers those, and the pause stands.) A turn
         whose pauses are all decided is paused until it resumes (`held`)."""
-        turn = self.open_turn
-        held = turn is not None and turn.held and turn.open_step is None
-        return (bool(self.awaiting) or held) and not self.owed
+        # One rule: the open turn's own (its `awaiting` and `owed` are this
+        # verdict's, read from the same calls).
+        return self.open_turn is not None and self.open_turn.paused
 
 
 def classify(call: CallSighting, turn: OpenTurn) -> tuple[Risk, str]:

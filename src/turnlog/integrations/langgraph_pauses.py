@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from turnlog import events as ev
-from turnlog.core.pauses import Awaiting, check_kind
+from turnlog.core.pauses import Awaiting, awaiting_call, check_kind
 from turnlog.errors import UsageError
 from turnlog.handle.log import Log
 from turnlog.integrations import begin_step
@@ -108,4 +108,4 @@ def resume_decided(log: Log) -> None:
 
 
 def _awaiting(log: Log, call_id: str) -> Awaiting | None:
-    return next((one for one in log.awaiting if one.call_id == call_id), None)
+    return awaiting_call(log.awaiting, call_id)

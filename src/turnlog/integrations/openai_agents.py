@@ -31,6 +31,7 @@ from agents.memory.session_settings import (
 )
 
 from turnlog import events as ev
+from turnlog.core.pauses import awaiting_call
 from turnlog.errors import UsageError
 from turnlog.events import ToolCall
 from turnlog.handle.log import Log
@@ -288,7 +289,7 @@ def _act_on_approval(log: Log, call_id: str) -> None:
     """A call the log holds paused is starting: the SDK runs a call it
     stopped on only once its `RunState` approved it, so the approval is
     recorded (synced) before the dispatch, in a step of the resumed turn."""
-    waiting = next((one for one in log.awaiting if one.call_id == call_id), None)
+    waiting = awaiting_call(log.awaiting, call_id)
     if waiting is None:
         return
     if waiting.decision is None:

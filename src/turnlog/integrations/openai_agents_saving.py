@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from turnlog import events as ev
-from turnlog.core.pauses import Awaiting
+from turnlog.core.pauses import Awaiting, awaiting_call
 from turnlog.events import ToolCall
 from turnlog.handle.log import Log
 from turnlog.integrations import begin_step, end_turn, fail_run
@@ -90,7 +90,7 @@ def _pause_unanswered(log: Log, items: list[dict[str, Any]]) -> bool:
 
 def _waiting(log: Log, call_id: str) -> Awaiting | None:
     """The open turn's pause of `call_id` not yet acted on, if it has one."""
-    return next((one for one in log.awaiting if one.call_id == call_id), None)
+    return awaiting_call(log.awaiting, call_id)
 
 
 def _answer_paused(log: Log, call_id: str, name: str | None, item: dict[str, Any]) -> int:

@@ -19,6 +19,7 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved,
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
 from turnlog import events as ev
+from turnlog.core.pauses import awaiting_call
 from turnlog.handle.log import Log
 from turnlog.integrations import begin_step
 from turnlog.text import foreign_text
@@ -93,5 +94,5 @@ def acting_on_approval(log: Log, call_id: str) -> None:
     """An approved paused call is about to run: a step of the resumed turn
     holds its dispatch."""
     with log.lock:
-        if any(one.call_id == call_id for one in log.awaiting):
+        if awaiting_call(log.awaiting, call_id) is not None:
             begin_step(log, open_step=False)
