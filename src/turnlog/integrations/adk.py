@@ -50,6 +50,7 @@ from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
     acquire,
+    adk_pauses,
     begin_step,
     check_idempotency_map,
     dispatch_ahead,
@@ -61,7 +62,7 @@ from turnlog.integrations import (
     shared_state,
     tool_idempotency,
 )
-from turnlog.integrations.adk_events import ADK_EVENT, timestamp_s
+from turnlog.integrations.adk_events import ADK_EVENT, STAND_INS, timestamp_s
 from turnlog.integrations.adk_plugin import TurnlogPlugin, result_text
 from turnlog.integrations.adk_state import (
     DELETED,
@@ -133,6 +134,9 @@ class TurnlogSessionService(BaseSessionService):
         # (session id, call id) of the calls handed their recorded answer
         # instead of running: ADK reports that answer back as their result.
         self._handed: set[tuple[str, str]] = set()
+        # (session id, ADK call id) -> the confirmation call its body runs
+        # again as, once the client answered it (see `adk_pauses`).
+        self._reruns: dict[tuple[str, str], str] = {}
         # (session id, agent name) -> the names of that agent's task-mode
         # sub-agents, as its last model request offered them (see
         # `TurnlogPlugin.before_model_callback`); and the (session id, call
@@ -349,12 +353,14 @@ class TurnlogSessionService(BaseSessionService):
         refuse_interrupted(log)
         parts = (event.content.parts or []) if event.content else []
         said = event.author == "user" and not any(p.function_response for p in parts)
-        if said and _run(log)["invocation"] not in (None, event.invocation_id):
+        if said and not log.paused and _run(log)["invocation"] not in (None, event.invocation_id):
             # A new invocation while an earlier one's turn is open: it ended in
-            # a way no callback reported (a cancellation, or no plugin).
+            # a way no callback reported (a cancellation, or no plugin). A
+            # paused turn ended on purpose: the new message drops its waits.
             refuse_unfinished(log, how=_UNFINISHED_HOW)
         event = await super().append_event(session, event)
-        await asyncio.to_thread(self._record, log, event)
+        targets = adk_pauses.confirmation_targets(session)
+        await asyncio.to_thread(self._record, log, event, targets)
         # The caller's session was updated at its event's time, as ADK's own
         # services stamp it: `get_session` reports the same.
         session.last_update_time = event.timestamp
@@ -362,18 +368,34 @@ class TurnlogSessionService(BaseSessionService):
 
     # -- writing ADK's events ---------------------------------------------------------
 
-    def _record(self, log: Log, event: AdkEvent) -> None:
+    def _record(self, log: Log, event: AdkEvent, targets: dict[str, str]) -> None:
         parts = list(event.content.parts or []) if event.content else []
         text = "".join(p.text for p in parts if p.text and not p.thought)
         calls = [p.function_call for p in parts if p.function_call]
         responses = [p.function_response for p in parts if p.function_response]
-        raw = ev.Custom(
-            type=ADK_EVENT, fields={"event": event.model_dump(mode="json", exclude_none=True)}
-        )
+        fields: dict[str, Any] = {"event": event.model_dump(mode="json", exclude_none=True)}
+        raw = ev.Custom(type=ADK_EVENT, fields=fields)
         with log.lock:
             if event.author == "user" and not responses:
+                if log.paused and text:
+                    # A new message while calls wait: ADK goes on without
+                    # their answers, which may still be acted on (A3).
+                    log.expire(because="a new message came while it waited")
                 if text:
                     log.user(text)
+                log.append(raw)
+            elif calls and all(c.name == adk_pauses.CONFIRM for c in calls):
+                # ADK's own call asking its client to confirm a tool call.
+                # For a call its gate holds, that call waits already; for a
+                # body that asked (`request_confirmation`), this one waits.
+                asked = [
+                    c
+                    for c in calls
+                    if adk_pauses.waiting(log, targets.get(str(c.id))) is None
+                    and adk_pauses.waiting(log, str(c.id)) is None
+                ]
+                if asked and self._plugged and log.turn_open:
+                    adk_pauses.ask(log, asked)
                 log.append(raw)
             elif calls:
                 if not log.turn_open:
@@ -403,9 +425,18 @@ class TurnlogSessionService(BaseSessionService):
                         sync=True,
                     )
             elif responses:
+                if event.author == "user":
+                    adk_pauses.record_decisions(log, event, targets)
+                stand_ins = adk_pauses.stand_ins(log, event)
+                if stand_ins:
+                    fields[STAND_INS] = stand_ins
                 owed = set(log.owed_calls())
                 for response in responses:
-                    if response.id in owed:
+                    if (
+                        response.id in owed
+                        and response.id not in stand_ins
+                        and response.name != adk_pauses.CONFIRM
+                    ):
                         # A call ADK ran without the plugin's callbacks (one
                         # of its own tools) has a result and no dispatch.
                         log.append(
@@ -423,7 +454,11 @@ class TurnlogSessionService(BaseSessionService):
                 begin_step(log, open_step=not _delegated(log, event))
                 log.assistant(text)
                 log.append(raw)
-                if end_turn(log):
+                if adk_pauses.undecided(log):
+                    # The model spoke while calls wait (a long-running tool's
+                    # first reply, a body's request): the turn stays paused.
+                    adk_pauses.end_step_if_paused(log)
+                elif end_turn(log):
                     _run(log)["invocation"] = None
             else:
                 log.append(raw)
@@ -469,23 +504,43 @@ class TurnlogSessionService(BaseSessionService):
             self._delegations[(session_id, agent_name)] = names
 
     def _dispatch(
-        self, session: Session, call_id: str, name: str, tool: Any, *, confirmed: bool = False
+        self,
+        session: Session,
+        call_id: str,
+        name: str,
+        tool: Any,
+        *,
+        args: dict[str, Any] | None = None,
+        pause: str | None = None,
+        confirmed: bool = False,
     ) -> dict[str, Any] | None:
         """Dispatch a call before ADK runs it; or, for a call the log has
-        answered (by the tool, by recovery), hand ADK the recorded answer as
-        the call's response, and the tool does not run again.
+        answered (by the tool, by recovery, by a declined confirmation), hand
+        ADK the recorded answer as the call's response, and the tool does not
+        run again.
 
-        `confirmed`: ADK runs a call again once a person confirmed it, after
-        its own "requires confirmation" stand-in answered it. The stand-in is
-        no answer, and settling pauses is not this guard's work: such a call
-        is dispatched as before."""
+        `pause`: the call is about to be held by ADK's confirmation gate
+        (`approval`) or is a long-running tool's (`external`): it waits in the
+        log instead (see `adk_pauses`). `confirmed`: ADK runs the call again
+        once its client answered a confirmation; a body that asked for it
+        itself runs as the confirmation call it asked with."""
         session_id = self._id_of(session)
         log = self._log(session_id)
         with log.lock:
-            answer = None if confirmed else answer_before_dispatch(log, call_id)
+            logged = adk_pauses.rerun_of(log, session, call_id) if confirmed else None
+            if pause is not None:
+                adk_pauses.hold(log, call_id, name, args, pause)
+                held = adk_pauses.waiting(log, call_id)
+                if held is not None and held.decision is None:
+                    return None  # it waits: ADK's gate answers with its stand-in
+            logged = logged or call_id
+            adk_pauses.acting_on(log, logged)
+            answer = answer_before_dispatch(log, logged)
             with self._lock:
-                ahead = (session_id, call_id) in self._ahead
-            if answer is None and ahead and call_id in set(log.owed_calls()):
+                ahead = (session_id, logged) in self._ahead
+                if logged != call_id:
+                    self._reruns[(session_id, call_id)] = logged
+            if answer is None and ahead and logged in set(log.owed_calls()):
                 # Dispatched with the reply, as a delegation (see
                 # `_dispatch_delegations`): one dispatch per call.
                 return None
@@ -494,10 +549,12 @@ class TurnlogSessionService(BaseSessionService):
                     name, self._idempotency, getattr(tool, "metadata", None)
                 )
                 # Durable before the tool body runs: recovery's "not started" rests on it.
-                dispatch = ev.ToolDispatch(call_id=call_id, name=name, idempotency=idempotency)
+                as_name = adk_pauses.CONFIRM if logged != call_id else name
+                dispatch = ev.ToolDispatch(call_id=logged, name=as_name, idempotency=idempotency)
                 log.append(dispatch, sync=True)
                 return None
         with self._lock:
+            self._reruns.pop((session_id, call_id), None)
             self._handed.add((session_id, call_id))
         return {"error" if answer.is_error else "result": answer.text}
 
@@ -509,9 +566,26 @@ class TurnlogSessionService(BaseSessionService):
                 # the log holds that answer already.
                 self._handed.discard((session_id, call_id))
                 return
-        self._log(session_id).append(
-            ev.ToolResult(call_id=call_id, name=name, content=text, is_error=error)
-        )
+            logged = self._reruns.pop((session_id, call_id), call_id)
+        log = self._log(session_id)
+        with log.lock:
+            pause = adk_pauses.waiting(log, logged)
+            if pause is not None and pause.decision is None:
+                if error and pause.kind == "external":
+                    # A long-running tool that raised starting its operation:
+                    # that error is the answer its call gets.
+                    log.deliver(logged, text, by="adk", is_error=True, keeper=adk_pauses.DECIDED_IN)
+                # Otherwise ADK's stand-in for a call that waits, or a
+                # long-running tool's first reply: not the call's answer.
+                return
+            log.append(
+                ev.ToolResult(
+                    call_id=logged,
+                    name=adk_pauses.CONFIRM if logged != call_id else name,
+                    content=text,
+                    is_error=error,
+                )
+            )
 
     def _cut_off(self, session: Session, call_id: str, name: str, error: BaseException) -> None:
         """A call ADK cancelled mid-run (a parallel call failed): it may have

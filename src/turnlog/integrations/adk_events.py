@@ -14,6 +14,10 @@ from turnlog.events import Origin
 # The ADK event itself, kept beside what turnlog made of it: ADK's state
 # deltas, authors and invocation ids come back exactly as ADK wrote them.
 ADK_EVENT = "x_adk_event"
+# The ids of the function responses in a kept ADK event that answer no call
+# of the log: ADK's stand-in for a call that waits on a pause (see
+# `adk_pauses`). The answer the log gives such a call later is one ADK never saw.
+STAND_INS = "stand_ins"
 _REPAIRS = frozenset({Origin.RECOVERY.value, Origin.UNWIND.value})
 
 
@@ -52,8 +56,11 @@ def _answered_by_adk(stored: list[ev.Event]) -> set[str | None]:
         data = event.data
         if isinstance(data, ev.Custom) and data.type == ADK_EVENT:
             content = (data.fields["event"].get("content") or {}).get("parts") or []
+            stand_ins = set(data.fields.get(STAND_INS) or ())
             answered.update(
-                p["function_response"].get("id") for p in content if "function_response" in p
+                p["function_response"].get("id")
+                for p in content
+                if "function_response" in p and p["function_response"].get("id") not in stand_ins
             )
     return answered
 

@@ -19,7 +19,15 @@ class PluginHost(Protocol):
     def _offered(self, session: Session, agent_name: str, names: frozenset[str]) -> None: ...
 
     def _dispatch(
-        self, session: Session, call_id: str, name: str, tool: Any, *, confirmed: bool = False
+        self,
+        session: Session,
+        call_id: str,
+        name: str,
+        tool: Any,
+        *,
+        args: dict[str, Any] | None = None,
+        pause: str | None = None,
+        confirmed: bool = False,
     ) -> dict[str, Any] | None: ...
 
     def _result(
@@ -76,13 +84,25 @@ class TurnlogPlugin(BasePlugin):
         call_id = tool_context.function_call_id
         if call_id is None:
             return None
+        confirmed = getattr(tool_context, "tool_confirmation", None) is not None
+        pause = None
+        if not confirmed:
+            # A call ADK's gate is about to hold for confirmation, or a
+            # long-running tool about to start its operation, waits in the
+            # log (see `adk_pauses`); ADK asks the gate the same question next.
+            if await tool.check_require_confirmation(tool_args, tool_context) is True:
+                pause = "approval"
+            elif getattr(tool, "is_long_running", False):
+                pause = "external"
         return await asyncio.to_thread(
             self._service._dispatch,
             tool_context.session,
             call_id,
             tool.name,
             tool,
-            confirmed=getattr(tool_context, "tool_confirmation", None) is not None,
+            args=tool_args,
+            pause=pause,
+            confirmed=confirmed,
         )
 
     async def after_tool_callback(

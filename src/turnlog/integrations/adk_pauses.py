@@ -1,0 +1,189 @@
+"""ADK's confirmations and long-running tools as turnlog pauses, decided by the ADK client's answer.
+
+ADK stops a run on purpose three ways, and each is a pause in the log, so no
+recovery or sweep takes the run for a crashed one:
+
+- a tool declared `require_confirmation` (ADK's gate answers the call with a
+  stand-in and asks the client with an `adk_request_confirmation` call):
+  the call itself waits for approval, paused before the gate, never
+  dispatched until the client confirms it;
+- a tool body that calls `tool_context.request_confirmation()`: the body
+  ran and answered its call, and the `adk_request_confirmation` call is what
+  waits; once confirmed, ADK runs the body again, and that run is recorded
+  as the confirmation call's dispatch and result;
+- a `LongRunningFunctionTool`: its body starts an operation and the result
+  arrives later as the client's function response; the call waits for it
+  (`external`), paused before the body, and the client's response is
+  delivered as its result.
+
+The decision is the client's function response, appended as a user event:
+it is recorded (approved, rejected, delivered) before ADK acts on it, and a
+confirmation declined means the call never runs (turnlog hands ADK the
+declined answer before its gate could run the body). ADK keeps that answer
+in its session until it acts on it, so the pauses name it as where they are
+decided (`decided_in`), and `turnlog approve` refuses them with a hint.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from google.adk.events.event import Event as AdkEvent
+from google.adk.sessions.session import Session
+from google.adk.tools.tool_confirmation import ToolConfirmation
+
+from turnlog import events as ev
+from turnlog.core.pauses import Awaiting, awaiting_call
+from turnlog.handle.log import Log
+from turnlog.integrations import begin_step
+from turnlog.integrations.adk_plugin import result_text
+from turnlog.integrations.answered import recorded_answer
+from turnlog.text import foreign_text
+
+# ADK's name for the call that asks its client to confirm a tool call.
+CONFIRM: Final = "adk_request_confirmation"
+DECIDED_IN: Final = "the ADK client's function response"
+# Who decides, as the log records it: ADK's client speaks as the user.
+_BY: Final = "user"
+_PROMPT_MAX: Final = 4096
+
+
+def confirmation_targets(session: Session) -> dict[str, str]:
+    """Each `adk_request_confirmation` call's id in the session, mapped to the
+    id of the call it asks about (its `originalFunctionCall`)."""
+    out = {}
+    for event in session.events:
+        for call in event.get_function_calls():
+            if call.name == CONFIRM and call.id:
+                original = (call.args or {}).get("originalFunctionCall") or {}
+                if original.get("id"):
+                    out[str(call.id)] = str(original["id"])
+    return out
+
+
+def waiting(log: Log, call_id: str | None) -> Awaiting | None:
+    """The call's pause, while it waits or is decided and not yet acted on."""
+    return awaiting_call(log.awaiting, call_id) if call_id else None
+
+
+def hold(log: Log, call_id: str, name: str, args: Any, kind: str) -> None:
+    """Pause a call the open turn asked for and has neither dispatched nor
+    answered (synced); the step ends `paused` once nothing in it is owed."""
+    with log.lock:
+        if waiting(log, call_id) is not None:
+            return
+        turn = log.open_turn
+        call = next((c for c in turn.calls if c.call_id == call_id), None) if turn else None
+        if call is None or call.dispatch is not None or call.answered:
+            return
+        prompt = f"{name}({foreign_text(args) if not isinstance(args, dict) else args})"
+        log.pause(call_id, kind=kind, decided_in=DECIDED_IN, prompt=prompt[:_PROMPT_MAX])
+        end_step_if_paused(log)
+
+
+def end_step_if_paused(log: Log) -> None:
+    """End the open step `paused` when a call in it waits and none is owed."""
+    with log.lock:
+        turn = log.open_turn
+        if (
+            turn is not None
+            and turn.open_step is not None
+            and not turn.owed
+            and any(one.decision is None for one in log.awaiting)
+        ):
+            log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="paused"))
+
+
+def ask(log: Log, calls: list[Any]) -> None:
+    """The confirmation calls a tool body asked for (`request_confirmation`):
+    each is a call of the turn, in a step of its own, that waits for approval."""
+    with log.lock:
+        begin_step(log)
+        log.assistant(
+            "",
+            [ev.ToolCall(id=str(c.id), name=CONFIRM, arguments=dict(c.args or {})) for c in calls],
+        )
+        for call in calls:
+            hint = ((call.args or {}).get("toolConfirmation") or {}).get("hint") or None
+            prompt = hint[:_PROMPT_MAX] if isinstance(hint, str) else None
+            log.pause(str(call.id), kind="approval", prompt=prompt, decided_in=DECIDED_IN)
+        end_step_if_paused(log)
+
+
+def record_decisions(log: Log, event: AdkEvent, targets: dict[str, str]) -> None:
+    """The client's function responses in a user event, recorded as the
+    decisions of the calls they answer before ADK acts on them. A response
+    for a call that does not wait, or was decided before (the same answer
+    sent again), records nothing."""
+    parts = (event.content.parts or []) if event.content else []
+    with log.lock:
+        for part in parts:
+            response = part.function_response
+            if response is None or response.id is None:
+                continue
+            if response.name == CONFIRM:
+                # The gate's call waits itself; a body's request waits as the
+                # confirmation call.
+                pause = waiting(log, targets.get(response.id)) or waiting(log, response.id)
+                if pause is None or pause.decision is not None:
+                    continue
+                confirmation = _confirmation(response.response)
+                if confirmation is not None and confirmation.confirmed:
+                    reason = "confirmed in adk_request_confirmation"
+                    log.approve(pause.call_id, by=_BY, reason=reason, keeper=DECIDED_IN)
+                else:
+                    reason = "declined in adk_request_confirmation"
+                    log.reject(pause.call_id, by=_BY, reason=reason, keeper=DECIDED_IN)
+                continue
+            pause = waiting(log, response.id)
+            if pause is None or pause.decision is not None or pause.kind == "approval":
+                continue
+            log.deliver(pause.call_id, result_text(response.response), by=_BY, keeper=DECIDED_IN)
+
+
+def _confirmation(response: Any) -> ToolConfirmation | None:
+    """The client's answer as ADK reads it; None for one ADK could not read
+    (taken as declined: nothing runs on an answer that says nothing)."""
+    try:
+        return ToolConfirmation.from_response_dict(response or {})
+    except (ValueError, TypeError):
+        return None
+
+
+def acting_on(log: Log, call_id: str) -> None:
+    """A decided paused call is about to be acted on: a step of the resumed
+    turn holds its dispatch (or the answer handed to ADK)."""
+    with log.lock:
+        if waiting(log, call_id) is not None:
+            begin_step(log, open_step=False)
+
+
+def rerun_of(log: Log, session: Session, call_id: str) -> str | None:
+    """The confirmation call that stands for ADK running `call_id`'s body
+    again: the newest one asked about it that the log holds as a call (a
+    body that asked with `request_confirmation`, its client since answered)."""
+    asked = [c for c, original in confirmation_targets(session).items() if original == call_id]
+    for confirmation_id in reversed(asked):
+        if waiting(log, confirmation_id) is not None or recorded_answer(log, confirmation_id):
+            return confirmation_id
+    return None
+
+
+def stand_ins(log: Log, event: AdkEvent) -> list[str]:
+    """The ids of the responses in an ADK event that are ADK's stand-in for
+    a call that waits (its gate's "requires confirmation", a long-running
+    tool's first reply): kept as ADK's, never as the call's result."""
+    parts = (event.content.parts or []) if event.content else []
+    out = []
+    for part in parts:
+        response = part.function_response
+        if response is None or response.id is None or response.name == CONFIRM:
+            continue
+        pause = waiting(log, response.id)
+        if pause is not None and pause.decision is None:
+            out.append(str(response.id))
+    return out
+
+
+def undecided(log: Log) -> bool:
+    return any(one.decision is None for one in log.awaiting)
