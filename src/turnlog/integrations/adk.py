@@ -586,6 +586,8 @@ class TurnlogSessionService(BaseSessionService):
                     is_error=error,
                 )
             )
+            # The last call of a step in which another waits: the step stops there.
+            adk_pauses.end_step_if_paused(log)
 
     def _cut_off(self, session: Session, call_id: str, name: str, error: BaseException) -> None:
         """A call ADK cancelled mid-run (a parallel call failed): it may have

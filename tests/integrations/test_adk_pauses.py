@@ -1,0 +1,179 @@
+"""Google ADK's confirmations and long-running tools on TurnlogSessionService: paused, not crashed, on every store.
+
+A `require_confirmation` tool (`gate`), a body that calls
+`tool_context.request_confirmation()` (`asks`) and a `LongRunningFunctionTool`
+(`long`) stop the run in one process, SIGKILLed while it waits; `turnlog
+sweep --revive` leaves the session; a second process appends the client's
+answer (SIGKILLed once it is written); a third runs the agent on it. The
+ledger the tool syncs is the ground truth: an approved charge runs once, a
+declined one never, a long-running one starts once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("google.adk")
+
+import pause_checks
+import turnlog
+from paths import TESTS
+from pause_checks import (
+    Tally,
+    charges,
+    check_valid,
+    decisions_of,
+    events_of,
+    print_tally,
+    results_of,
+    run_program,
+    store_url,
+    swept,
+)
+from turnlog import events as ev
+
+PROGRAM = str(TESTS / "adk_pause_program.py")
+CONFIRM = "adk_request_confirmation"
+
+
+def step(
+    name: str,
+    store: str,
+    ledger: Path,
+    decision: str = "approve",
+    kill: str = "none",
+    mode: str = "gate",
+) -> Any:
+    return run_program(PROGRAM, name, store, str(ledger), decision, kill, mode)
+
+
+def paused_in_one_process(store: str, ledger: Path, mode: str) -> str:
+    """The run stops waiting and its process is killed; a sweep leaves the
+    session. Returns the id of the call that waits."""
+    Tally.runs += 1
+    assert step("run", store, ledger, kill="waiting", mode=mode) is None
+    found = turnlog.inspect(store, pause_checks.SESSION)
+    assert found.status == "paused", (found.status, found.owed_calls, found.reason)
+    assert found.owed_calls == ()
+    (waiting,) = found.awaiting
+    expected = {
+        "gate": ("pay", "approval"),
+        "asks": (CONFIRM, "approval"),
+        "long": ("pay", "external"),
+    }
+    assert (waiting.name, waiting.kind) == expected[mode]
+    assert waiting.decided_in == "the ADK client's function response"
+    assert (waiting.call_id == "c1") == (mode != "asks")
+    done = swept(store)
+    assert "paused: waiting for" in done.stdout + done.stderr
+    # The body that asks ran to ask, and charged nothing; a long-running
+    # tool's body started the charge.
+    assert charges(ledger) == (1 if mode == "long" else 0)
+    return waiting.call_id
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
+@pytest.mark.parametrize(
+    ("mode", "decision"),
+    [
+        ("gate", "approve"),
+        ("gate", "deny"),
+        ("asks", "approve"),
+        ("asks", "deny"),
+        ("long", "deliver"),
+    ],
+)
+def test_decided_by_the_client_in_a_second_process_and_resumed_in_a_third(
+    kind: str, mode: str, decision: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store = store_url(kind, tmp_path, request)
+    ledger = tmp_path / "ledger.txt"
+    waiting = paused_in_one_process(store, ledger, mode)
+    assert step("decide", store, ledger, decision, kill="decided", mode=mode) is None
+    events = events_of(store)
+    expected = {"approve": "approved", "deny": "rejected", "deliver": "delivered"}[decision]
+    assert decisions_of(events) == [expected]
+    if decision == "approve":
+        # Approved, not yet acted on: still paused, and a sweep leaves it.
+        assert turnlog.inspect(store, pause_checks.SESSION).status == "paused"
+        swept(store)
+    done = step("resume", store, ledger, decision, mode=mode)
+    assert done["status"] == "finished", done
+    events = check_valid(store)
+    (answer,) = results_of(events, waiting)
+    if decision == "approve":
+        assert charges(ledger) == 1 and answer.content == "paid bob 5"
+        kinds = [type(e.data).__name__ for e in events if repr(waiting) in repr(e.data)]
+        assert kinds.index("ToolDecision") < kinds.index("ToolDispatch")
+        assert "paid bob 5" in done["output"]
+    elif decision == "deny":
+        Tally.rejected_ran += charges(ledger)
+        assert charges(ledger) == 0 and answer.rule == "A1"
+        assert not any(
+            isinstance(e.data, ev.ToolDispatch) and e.data.call_id == waiting for e in events
+        )
+        assert "did not run" in done["output"]
+    else:
+        assert charges(ledger) == 1 and answer.content == '{"status": "paid"}'
+        assert '"paid"' in done["output"]
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite", "postgres"])
+@pytest.mark.parametrize("mode", ["gate", "asks"])
+def test_resume_killed_in_the_tool_is_judged_and_never_runs_twice(
+    kind: str, mode: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store = store_url(kind, tmp_path, request)
+    ledger = tmp_path / "ledger.txt"
+    waiting = paused_in_one_process(store, ledger, mode)
+    assert step("resume", store, ledger, kill="in_body", mode=mode) is None
+    swept(store)
+    (answer,) = results_of(events_of(store), waiting)
+    assert answer.rule == "R1" and answer.risk == "tool_outcome_unknown"
+    # The client sends its answer again: the call is answered, and it does not run.
+    step("resume", store, ledger, mode=mode)
+    assert step("continue", store, ledger, mode=mode)["status"] == "finished"
+    ran = charges(ledger)
+    Tally.ran_twice += ran > 1
+    assert ran == 1
+    check_valid(store)
+
+
+@pytest.mark.parametrize("mode", ["gate", "asks", "long"])
+def test_a_new_message_while_waiting_ends_the_wait_as_may_have_run(
+    mode: str, tmp_path: Path
+) -> None:
+    store = str(tmp_path / "sessions")
+    ledger = tmp_path / "ledger.txt"
+    waiting = paused_in_one_process(store, ledger, mode)
+    assert step("continue", store, ledger, mode=mode)["status"] == "finished"
+    events = check_valid(store)
+    (answer,) = results_of(events, waiting)
+    # The client may still act on ADK's request unseen: the log cannot say it did not.
+    assert answer.rule == "A3" and answer.risk == "tool_outcome_unknown"
+    assert charges(ledger) == (1 if mode == "long" else 0)
+
+
+def test_a_paused_session_refuses_a_decision_from_the_command_line(tmp_path: Path) -> None:
+    store = str(tmp_path / "sessions")
+    paused_in_one_process(store, tmp_path / "ledger.txt", "gate")
+    before = events_of(store)
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "turnlog", "approve", "--store", store, "pay", "c1"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "ADK client's function response" in done.stderr
+    assert events_of(store) == before
+
+
+def test_zz_tally() -> None:
+    """The counts the closing note gives (printed; run last in this module)."""
+    print_tally("adk pauses")
