@@ -174,6 +174,35 @@ def test_a_paused_session_refuses_a_decision_from_the_command_line(tmp_path: Pat
     assert events_of(store) == before
 
 
+def test_without_the_plugin_a_confirmation_warns_and_nothing_is_paused(tmp_path: Path) -> None:
+    import asyncio
+
+    from google.adk.apps.app import App
+    from google.adk.runners import Runner
+    from google.genai import types
+
+    import adk_pause_program as program
+    from turnlog.integrations.adk import TurnlogSessionService
+    from turnlog.integrations.adk_pauses import UnpluggedPauseWarning
+
+    program.MODE[0] = "gate"
+    program.LEDGER[:] = [tmp_path / "ledger.txt"]
+
+    async def run() -> None:
+        async with TurnlogSessionService(tmp_path / "sessions") as sessions:
+            agent = program.LlmAgent(name="clerk", model=program.Scripted(), tools=program.tools())
+            runner = Runner(app=App(name="shop", root_agent=agent), session_service=sessions)
+            await sessions.create_session(app_name="shop", user_id="u", session_id="pay")
+            message = types.Content(role="user", parts=[types.Part(text="pay bob 5")])
+            async for _ in runner.run_async(user_id="u", session_id="pay", new_message=message):
+                pass
+
+    with pytest.warns(UnpluggedPauseWarning, match="plugins=\\[sessions.plugin\\]"):
+        asyncio.run(run())
+    assert turnlog.inspect(tmp_path / "sessions", "pay").status != "paused"
+    assert charges(tmp_path / "ledger.txt") == 0
+
+
 def test_zz_tally() -> None:
     """The counts the closing note gives (printed; run last in this module)."""
     print_tally("adk pauses")

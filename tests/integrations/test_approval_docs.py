@@ -2,9 +2,10 @@
 
 The Agents SDK's three blocks (the run pauses, a person decides on the saved
 `RunState`, the run resumes), Pydantic AI's two (the run defers, the run
-resumes with `deferred_tool_results`) and LangGraph's two (the wrapper
-interrupts, the thread resumes with `Command(resume=...)`), with `turnlog sweep --revive` over
-the store between them. `agent` is the reader's own; each harness supplies
+resumes with `deferred_tool_results`), LangGraph's two (the wrapper
+interrupts, the thread resumes with `Command(resume=...)`) and ADK's two (the
+gate asks its client, the client's answer resumes the run), with `turnlog
+sweep --revive` over the store between them. `agent` is the reader's own; each harness supplies
 one whose `charge` needs approval and writes a ledger.
 """
 
@@ -104,8 +105,40 @@ def build_graph(tools):
     saver = SqliteSaver(sqlite3.connect("checkpoints.db", check_same_thread=False))
     return graph.compile(checkpointer=saver)
 """
-HARNESS = {"openai-agents": AGENTS_SDK, "pydantic-ai": PYDANTIC_AI, "langgraph": LANGGRAPH}
-FRAMEWORKS = ["openai-agents", "pydantic-ai", "langgraph"]
+ADK = """
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_response import LlmResponse
+from google.adk.tools import FunctionTool
+from google.genai import types
+
+
+class Scripted(BaseLlm):
+    model: str = "scripted"
+
+    async def generate_content_async(self, llm_request, stream=False):
+        last = llm_request.contents[-1].parts or []
+        answers = [str(p.function_response.response) for p in last if p.function_response]
+        if answers:
+            said = "refunded" if "refunded" in answers[-1] else "declined"
+            part = types.Part(text="order 7: " + said)
+        else:
+            asks = types.FunctionCall(id="call_1", name="charge", args={{"order": 7}})
+            part = types.Part(function_call=asks)
+        yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+
+agent = LlmAgent(
+    name="support", model=Scripted(), tools=[FunctionTool(charge, require_confirmation=True)]
+)
+"""
+HARNESS = {
+    "openai-agents": AGENTS_SDK,
+    "pydantic-ai": PYDANTIC_AI,
+    "langgraph": LANGGRAPH,
+    "adk": ADK,
+}
+FRAMEWORKS = ["openai-agents", "pydantic-ai", "langgraph", "adk"]
 SCRIPTS = {
     "pause": '[[function_call("charge", {"order": 7}, call_id="call_1")]]',
     "decide": "[]",
@@ -115,12 +148,14 @@ STEPS = {
     "openai-agents": ["pause", "decide", "resume"],
     "pydantic-ai": ["pause", "resume"],
     "langgraph": ["pause", "resume"],
+    "adk": ["pause", "resume"],
 }
 # How each framework says no, in place of the approval its docs show.
 REJECT = {
     "openai-agents": ("state.approve(interruption)", "state.reject(interruption)"),
     "pydantic-ai": ('approvals={"call_1": True}', 'approvals={"call_1": ToolDenied("no")}'),
     "langgraph": ("Command(resume=True)", "Command(resume=False)"),
+    "adk": ('{"confirmed": True}', '{"confirmed": False}'),
 }
 FINAL = {
     ("openai-agents", "approve"): "order 7 refunded\n",
@@ -129,6 +164,8 @@ FINAL = {
     ("pydantic-ai", "reject"): "order 7: no\n",
     ("langgraph", "approve"): "order 7: refunded\n",
     ("langgraph", "reject"): "order 7: declined\n",
+    ("adk", "approve"): "order 7: refunded\n",
+    ("adk", "reject"): "order 7: declined\n",
 }
 
 
@@ -173,7 +210,11 @@ def test_the_blocks_are_the_section(framework: str) -> None:
 def test_pause_decide_resume_in_separate_processes(
     framework: str, decision: str, tmp_path: Path
 ) -> None:
-    modules = {"openai-agents": "agents", "langgraph": "langgraph.checkpoint.sqlite"}
+    modules = {
+        "openai-agents": "agents",
+        "langgraph": "langgraph.checkpoint.sqlite",
+        "adk": "google.adk",
+    }
     pytest.importorskip(modules.get(framework, "pydantic_ai"))
     code = blocks(framework)
     *first, last = STEPS[framework]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import warnings
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
@@ -394,7 +395,16 @@ class TurnlogSessionService(BaseSessionService):
                     if adk_pauses.waiting(log, targets.get(str(c.id))) is None
                     and adk_pauses.waiting(log, str(c.id)) is None
                 ]
-                if asked and self._plugged and log.turn_open:
+                if not self._plugged:
+                    warnings.warn(
+                        adk_pauses.UnpluggedPauseWarning(
+                            "ADK asked its client to confirm a tool call, and this "
+                            "TurnlogSessionService runs without its plugin: the call is "
+                            "not paused in the log; pass plugins=[sessions.plugin] to App"
+                        ),
+                        stacklevel=2,
+                    )
+                elif asked and log.turn_open:
                     adk_pauses.ask(log, asked)
                 log.append(raw)
             elif calls:

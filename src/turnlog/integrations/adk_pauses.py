@@ -48,6 +48,13 @@ _BY: Final = "user"
 _PROMPT_MAX: Final = 4096
 
 
+class UnpluggedPauseWarning(UserWarning):
+    """ADK asked its client to confirm a call on a service run without
+    `sessions.plugin`: nothing is paused, and the log keeps ADK's stand-in
+    ("requires confirmation") as the call's answer; the run after the
+    client's answer is kept only in ADK's own events."""
+
+
 def confirmation_targets(session: Session) -> dict[str, str]:
     """Each `adk_request_confirmation` call's id in the session, mapped to the
     id of the call it asks about (its `originalFunctionCall`)."""
