@@ -44,17 +44,17 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 
 from turnlog import events as ev
-from turnlog.core.recovery import unwind_result
 from turnlog.errors import SessionExistsError, TurnlogError
-from turnlog.events import Origin, ToolCall
+from turnlog.events import (
+    Origin as Origin,  # a documented name here
+    ToolCall,
+)
 from turnlog.handle.log import Log
 from turnlog.integrations import (
-    AheadCall,
     acquire,
     adk_pauses,
     begin_step,
     check_idempotency_map,
-    dispatch_ahead,
     end_turn,
     fail_run,
     refuse_interrupted,
@@ -63,6 +63,7 @@ from turnlog.integrations import (
     shared_state,
     tool_idempotency,
 )
+from turnlog.integrations.adk_calls import ToolCalls, delegated
 from turnlog.integrations.adk_events import ADK_EVENT, STAND_INS, timestamp_s
 from turnlog.integrations.adk_plugin import TurnlogPlugin, result_text
 from turnlog.integrations.adk_state import (
@@ -81,7 +82,6 @@ from turnlog.integrations.adk_state import (
     session_from_log,
     shared_keys,
 )
-from turnlog.integrations.answered import answer_before_dispatch
 from turnlog.stores import Store, open_store
 
 __all__ = [
@@ -93,7 +93,7 @@ __all__ = [
 ]
 
 
-class TurnlogSessionService(BaseSessionService):
+class TurnlogSessionService(ToolCalls, BaseSessionService):
     """ADK's session service on a turnlog store (see the module docstring).
 
     `target` is a store directory, `sqlite:///file` or another store URL. Each
@@ -410,7 +410,7 @@ class TurnlogSessionService(BaseSessionService):
             elif calls:
                 if not log.turn_open:
                     _run(log)["invocation"] = event.invocation_id
-                begin_step(log, open_step=not _delegated(log, event))
+                begin_step(log, open_step=not delegated(log, event))
                 log.assistant(
                     [{"type": "text", "text": text}] if text else "",
                     [
@@ -461,7 +461,7 @@ class TurnlogSessionService(BaseSessionService):
             elif text and event.is_final_response():
                 if not log.turn_open:
                     _run(log)["invocation"] = event.invocation_id
-                begin_step(log, open_step=not _delegated(log, event))
+                begin_step(log, open_step=not delegated(log, event))
                 log.assistant(text)
                 log.append(raw)
                 if adk_pauses.undecided(log):
@@ -472,142 +472,6 @@ class TurnlogSessionService(BaseSessionService):
                     _run(log)["invocation"] = None
             else:
                 log.append(raw)
-
-    def _dispatch_delegations(self, log: Log, event: AdkEvent, calls: list[Any]) -> None:
-        """Dispatch, with the model's reply, each call that delegates to a
-        task-mode sub-agent (`LlmAgent(mode="task")`).
-
-        ADK runs such a call itself: its agent wrapper takes the call from the
-        reply and runs the sub-agent (its callbacks, model requests and tools,
-        whose events land in this session) before any tool callback could
-        fire, and answers the call with the sub-agent's result only when it
-        finishes. No callback fires for the call at all, so the reply is the
-        last point before it runs: dispatched here, a crash inside the
-        sub-agent reads "may have run" (R1), not "did not run" (R2), and the
-        answer ADK writes later is recorded as any dispatched call's. Without
-        the plugin every call of the reply is dispatched anyway."""
-        if not self._plugged:
-            return
-        session_id = log.session_id
-        with self._lock:
-            names = self._delegations.get((session_id, event.author), frozenset())
-        ahead = [
-            AheadCall(
-                call_id=str(c.id),
-                name=c.name,
-                idempotency=tool_idempotency(c.name, self._idempotency),
-            )
-            for c in calls
-            if c.name in names and c.id
-        ]
-        if not ahead:
-            return
-        written = dispatch_ahead(log, ahead)
-        with self._lock:
-            self._ahead.update((session_id, call_id) for call_id in written)
-
-    def _offered(self, session: Session, agent_name: str, names: frozenset[str]) -> None:
-        """What an agent's model request offered: the names of its tools that
-        delegate to a task-mode sub-agent (see `_dispatch_delegations`)."""
-        session_id = self._id_of(session)
-        with self._lock:
-            self._delegations[(session_id, agent_name)] = names
-
-    def _dispatch(
-        self,
-        session: Session,
-        call_id: str,
-        name: str,
-        tool: Any,
-        *,
-        args: dict[str, Any] | None = None,
-        pause: str | None = None,
-        confirmed: bool = False,
-    ) -> dict[str, Any] | None:
-        """Dispatch a call before ADK runs it; or, for a call the log has
-        answered (by the tool, by recovery, by a declined confirmation), hand
-        ADK the recorded answer as the call's response, and the tool does not
-        run again.
-
-        `pause`: the call is about to be held by ADK's confirmation gate
-        (`approval`) or is a long-running tool's (`external`): it waits in the
-        log instead (see `adk_pauses`). `confirmed`: ADK runs the call again
-        once its client answered a confirmation; a body that asked for it
-        itself runs as the confirmation call it asked with."""
-        session_id = self._id_of(session)
-        log = self._log(session_id)
-        with log.lock:
-            logged = adk_pauses.rerun_of(log, session, call_id) if confirmed else None
-            if pause is not None:
-                adk_pauses.hold(log, call_id, name, args, pause)
-                held = adk_pauses.waiting(log, call_id)
-                if held is not None and held.decision is None:
-                    return None  # it waits: ADK's gate answers with its stand-in
-            logged = logged or call_id
-            adk_pauses.acting_on(log, logged)
-            answer = answer_before_dispatch(log, logged)
-            with self._lock:
-                ahead = (session_id, logged) in self._ahead
-                if logged != call_id:
-                    self._reruns[(session_id, call_id)] = logged
-            if answer is None and ahead and logged in set(log.owed_calls()):
-                # Dispatched with the reply, as a delegation (see
-                # `_dispatch_delegations`): one dispatch per call.
-                return None
-            if answer is None:
-                idempotency = tool_idempotency(
-                    name, self._idempotency, getattr(tool, "metadata", None)
-                )
-                # Durable before the tool body runs: recovery's "not started" rests on it.
-                as_name = adk_pauses.CONFIRM if logged != call_id else name
-                dispatch = ev.ToolDispatch(call_id=logged, name=as_name, idempotency=idempotency)
-                log.append(dispatch, sync=True)
-                return None
-        with self._lock:
-            self._reruns.pop((session_id, call_id), None)
-            self._handed.add((session_id, call_id))
-        return {"error" if answer.is_error else "result": answer.text}
-
-    def _result(self, session: Session, call_id: str, name: str, text: str, error: bool) -> None:
-        session_id = self._id_of(session)
-        with self._lock:
-            if (session_id, call_id) in self._handed:
-                # ADK reports the answer it was handed as the tool's result:
-                # the log holds that answer already.
-                self._handed.discard((session_id, call_id))
-                return
-            logged = self._reruns.pop((session_id, call_id), call_id)
-        log = self._log(session_id)
-        with log.lock:
-            pause = adk_pauses.waiting(log, logged)
-            if pause is not None and pause.decision is None:
-                if error and pause.kind == "external":
-                    # A long-running tool that raised starting its operation:
-                    # that error is the answer its call gets.
-                    log.deliver(logged, text, by="adk", is_error=True, keeper=adk_pauses.DECIDED_IN)
-                # Otherwise ADK's stand-in for a call that waits, or a
-                # long-running tool's first reply: not the call's answer.
-                return
-            log.append(
-                ev.ToolResult(
-                    call_id=logged,
-                    name=adk_pauses.CONFIRM if logged != call_id else name,
-                    content=text,
-                    is_error=error,
-                )
-            )
-            # The last call of a step in which another waits: the step stops there.
-            adk_pauses.end_step_if_paused(log)
-
-    def _cut_off(self, session: Session, call_id: str, name: str, error: BaseException) -> None:
-        """A call ADK cancelled mid-run (a parallel call failed): it may have
-        taken effect, so it reads outcome unknown (U1), not a plain error."""
-        log = self._log(self._id_of(session))
-        with log.lock:
-            if call_id not in set(log.owed_calls()):
-                return
-            result = unwind_result(call_id, name, dispatched=True, error=type(error).__name__)
-            log.append(result, origin=Origin.UNWIND.value)
 
     def _failed(self, session_id: str, error: BaseException, invocation: str | None) -> None:
         log = self._log(session_id)
@@ -662,21 +526,6 @@ _UNFINISHED_HOW = (
     "without sessions.plugin); call `await sessions.fail_run(session_id, error)` "
     "with what ended it, then run again"
 )
-
-
-def _delegated(log: Log, event: AdkEvent) -> bool:
-    """The event is the work of a task-mode sub-agent on a call the open step
-    still owes: ADK scopes a delegated sub-agent's events to the delegating
-    call's id (`isolation_scope`). Its replies stay in that step, which ends
-    only once the delegation is answered (a step never ends with a call
-    unanswered)."""
-    scope = getattr(event, "isolation_scope", None)
-    if not scope:
-        return False
-    turn = log.open_turn
-    if turn is None or turn.open_step is None:
-        return False
-    return any(call.call_id == scope and not call.answered for call in turn.calls)
 
 
 def _run(log: Log) -> dict[str, str | None]:
