@@ -21,8 +21,10 @@ layer for one user message answered after one tool call:
   the answer). turnlog's side also gets the hooks' calls (`session.hooks`:
   the model's reply, a durable dispatch before the tool, its result, the turn
   end), as `Runner.run` makes them; the items they wrote are skipped by the
-  later `add_items`. Peer: the SDK's `SQLiteSession` (WAL, SQLite's default
-  synchronous=FULL: each `add_items` commit is synced).
+  later `add_items`. A second turnlog side, `bare`, is `TurnlogSession`
+  without its hooks (the SDK's calls only, as a program that does not pass
+  `session.hooks` makes them). Peer: the SDK's `SQLiteSession` (WAL,
+  SQLite's default synchronous=FULL: each `add_items` commit is synced).
 - Pydantic AI: the history handed to `agent.run(message_history=...)` and
   what is written after the run. turnlog: `cap.messages()` and the
   capability's hooks for the same run. Peer: the pattern of Pydantic AI's
@@ -109,7 +111,7 @@ class _Tool:
 
 def agents_turn_factory(side: str, path: Path) -> tuple[Any, Any]:
     """(open, turn): open the session; one turn on it (a coroutine)."""
-    if side == "turnlog":
+    if side in ("turnlog", "bare"):
         from turnlog.integrations.openai_agents import TurnlogSession
 
         def open_session() -> Any:
@@ -117,7 +119,12 @@ def agents_turn_factory(side: str, path: Path) -> tuple[Any, Any]:
 
         async def turn(session: Any, number: int) -> int:
             items = await session.get_items()
-            await _agents_turnlog_writes(session, number)
+            if side == "bare":
+                user, new = agents_items(number)
+                await session.add_items([user])
+                await session.add_items(new)
+            else:
+                await _agents_turnlog_writes(session, number)
             return len(items)
 
         return open_session, turn
@@ -141,14 +148,19 @@ def agents_prepare(side: str, path: Path, length: int) -> None:
     """A session of `length` items (whole turns), written the way the SDK
     writes it, outside any clock."""
     turns = length // ITEMS_PER_TURN
-    if side == "turnlog":
+    if side in ("turnlog", "bare"):
         from turnlog.integrations.openai_agents import TurnlogSession
 
         async def build() -> None:
             # Built with durability none for speed; the file is the same.
             async with TurnlogSession(str(path.parent), path.stem, durability="none") as s:
                 for number in range(1, turns + 1):
-                    await _agents_turnlog_writes(s, number)
+                    if side == "bare":
+                        user, new = agents_items(number)
+                        await s.add_items([user])
+                        await s.add_items(new)
+                    else:
+                        await _agents_turnlog_writes(s, number)
 
         asyncio.run(build())
     else:
@@ -528,6 +540,8 @@ FRAMEWORKS = {
         "title": "OpenAI Agents SDK",
         "sides": {
             "turnlog": ("TurnlogSession (+ its hooks)", ".jsonl", agents_prepare),
+            "bare": ("TurnlogSession, no hooks", ".jsonl", agents_prepare),
+            # The peer is the last side: the slope ratios divide by its slope.
             "peer": ("SQLiteSession", ".db", agents_prepare),
         },
     },
@@ -565,6 +579,13 @@ FRAMEWORKS = {
 
 
 TITLES = {framework: str(spec["title"]) for framework, spec in FRAMEWORKS.items()}
+
+
+def label(framework: str, side: str) -> str:
+    """What a side of a framework's rows runs, as its rows name it."""
+    return str(FRAMEWORKS[framework]["sides"][side][0])
+
+
 # The frameworks whose peer turnlog's side replaces (the targets compare those).
 COMPARABLE = [framework for framework, spec in FRAMEWORKS.items() if spec.get("comparable", True)]
 METHOD = (
@@ -588,7 +609,7 @@ def bench(
             for side, (_, suffix, prepare) in spec["sides"].items():
                 path = DATA / framework / f"{side}-{length}" / f"s{length}{suffix}"
                 path.parent.mkdir(parents=True)
-                prepare("turnlog" if side == "turnlog" else "peer", path, length)
+                prepare(side, path, length)
                 prepared[(side, length)] = path
         per: dict[tuple[str, int], list[dict[str, Any]]] = {key: [] for key in prepared}
         for r in range(rounds):

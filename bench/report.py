@@ -226,24 +226,32 @@ def register_targets(config: dict[str, Any]) -> list[Target]:
             unit=" ms",
         ),
     ]
-    # Item 15: per-turn cost under the frameworks, against each one's own
-    # persistence, at every length; and the cost added per 1,000 items no
-    # steeper than the peer's.
+    # Per-turn cost under the frameworks, against each one's own persistence,
+    # at every length, for each turnlog side (with the framework's hooks, and
+    # without them where the rows have both): a later turn, and the first
+    # turn after opening (the open and the first read of the whole session
+    # included); and the cost added per 1,000 items no steeper than the peer's.
     for framework in per_turn.COMPARABLE:
         title = per_turn.TITLES[framework]
+        sides = [side for side in per_turn.FRAMEWORKS[framework]["sides"] if side != "peer"]
         for length in config["turn_lengths"]:
-            targets.append(
-                Target(
-                    f"turn.{framework}@{length}",
-                    f"{title}: one turn at {length:,} items costs no more than the peer's "
-                    "(median of the rounds' paired ratios)",
-                    f"turn.{framework}.turnlog@{length}",
-                    "<=",
-                    1.0,
-                    field="ratio",
-                    baseline=f"turn.{framework}.peer@{length}",
-                )
-            )
+            for side in sides:
+                for first in ("", "first."):
+                    what = "the first turn after opening" if first else "one turn"
+                    how = "" if side == "turnlog" else f" ({per_turn.label(framework, side)})"
+                    suffix = "" if side == "turnlog" else f".{side}"
+                    targets.append(
+                        Target(
+                            f"turn.{framework}{'.first' if first else ''}{suffix}@{length}",
+                            f"{title}: {what} at {length:,} items costs no more than the "
+                            f"peer's{how} (median of the rounds' paired ratios)",
+                            f"turn.{framework}.{first}{side}@{length}",
+                            "<=",
+                            1.0,
+                            field="ratio",
+                            baseline=f"turn.{framework}.{first}peer@{length}",
+                        )
+                    )
         targets.append(
             Target(
                 f"turn.{framework}.slope",

@@ -16,6 +16,7 @@ from turnlog.core.revivable import awaiting_children
 from turnlog.core.write_order import ORDER_RULES, order_error
 from turnlog.errors import TurnlogError, UsageError
 from turnlog.events import Event, EventData, P
+from turnlog.handle.bulk import collector_paused
 from turnlog.stores.base import Store, StoreWriter
 
 Subscriber = Callable[[Sequence[Event], bool], None]
@@ -122,7 +123,8 @@ class HandleState:
                 events = self.store.iter_events(self.session_id)
                 if observe is not None:
                     events = _observed(events, observe)
-                whole = Fold(events)
+                with collector_paused():
+                    whole = Fold(events)
                 if whole.next_seq != self.fold.next_seq:
                     raise TurnlogError(
                         f"session {self.session_id!r} holds {whole.next_seq} events where this "

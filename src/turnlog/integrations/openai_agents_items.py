@@ -12,6 +12,7 @@ import msgspec
 from turnlog import events as ev
 from turnlog.core.state import Message
 from turnlog.events import Origin
+from turnlog.handle.bulk import collector_paused
 from turnlog.handle.log import Log
 from turnlog.providers import openai_responses
 
@@ -136,6 +137,11 @@ def visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[
     message asking a call such an answer settles, and that call's other
     results. A message only the hooks recorded and the SDK chose not to save
     (text an output guardrail dropped) stays in the log, hidden here."""
+    with collector_paused():
+        return _visible_items(messages, view)
+
+
+def _visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[Key, Any]]:
     batches = [(batch, msgspec.json.decode(batch.raw)) for batch in view.saved]
     covered: set[int] = set()
     for batch, _ in batches:
