@@ -157,6 +157,33 @@ def test_a_new_message_while_waiting_ends_the_wait_as_may_have_run(
     assert charges(ledger) == (1 if mode == "long" else 0)
 
 
+@pytest.mark.parametrize("mode", ["gate", "asks", "long"])
+def test_a_wait_expired_by_a_sweep_runs_nothing_on_a_late_answer(mode: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = str(tmp_path / "sessions")
+    ledger = tmp_path / "ledger.txt"
+    waiting = paused_in_one_process(store, ledger, mode)
+    done = subprocess.run(
+        [sys.executable, "-m", "turnlog", "sweep", "--store", store, "--paused-max-age", "0"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    (answer,) = results_of(events_of(store), waiting)
+    # Its answer was ADK's client's to give: it may yet act on it unseen.
+    assert answer.rule == "A3" and answer.risk == "tool_outcome_unknown"
+    # The turn ended expired: nothing waits, nothing is owed.
+    assert turnlog.inspect(store, pause_checks.SESSION).status in {"idle", "finished"}
+    # The client's answer comes late: the log holds the call's answer, and
+    # ADK is handed it; nothing runs.
+    late = step("resume", store, ledger, mode=mode)
+    assert late["status"] == "finished", late
+    assert charges(ledger) == (1 if mode == "long" else 0)
+    check_valid(store)
+
+
 def test_a_paused_session_refuses_a_decision_from_the_command_line(tmp_path: Path) -> None:
     store = str(tmp_path / "sessions")
     paused_in_one_process(store, tmp_path / "ledger.txt", "gate")
