@@ -3,14 +3,16 @@
     python adk_pause_program.py STEP STORE LEDGER DECISION KILL MODE
 
 MODE is how `pay` waits: `gate` (`FunctionTool(pay, require_confirmation=
-True)`, with `look` beside it), `asks` (pay's body calls
+True)`, with `look` beside it; `guarded`: the same, with a policy callback
+that blocks pay before the gate asks), `asks` (pay's body calls
 `tool_context.request_confirmation()`) or `long` (a `LongRunningFunctionTool`
 whose body starts the charge, with `look` beside it; the client sends the
 result). STEP is `run` (the model asks for pay; the run stops waiting),
 `decide` (a second process appends the client's answer to the session and
 does not run the agent), `resume` (a process runs the agent on the client's
 answer, DECISION `approve` or `deny`; for `long`, the delivered result) or
-`continue` (a new message on the session). STORE is a store target; LEDGER
+`continue` (a new message on the session). DECISION may list several
+answers for one message (`approve,deny`). STORE is a store target; LEDGER
 a file pay appends its call id to, synced, when it charges; KILL the
 instant to die at: `waiting` (the run stopped), `decided` (the answer is
 appended), `in_body` (pay's ledger line is synced, its result not written)
@@ -109,8 +111,13 @@ def look(q: str) -> str:
     return f"{q}: 100"
 
 
+def guard(tool: Any, args: dict[str, Any], tool_context: ToolContext) -> dict[str, str] | None:
+    """A policy callback that blocks pay before ADK's gate could ask (`guarded`)."""
+    return {"error": "blocked by policy"} if tool.name == "pay" else None
+
+
 def tools() -> list[Any]:
-    if MODE[0] == "gate":
+    if MODE[0] in ("gate", "guarded"):
         return [FunctionTool(pay, require_confirmation=True), look]
     if MODE[0] == "asks":
         pay_asking.__name__ = "pay"
@@ -130,10 +137,19 @@ def answer(session: Any, decision: str) -> types.Content:
             for call in event.get_function_calls()
             if call.name == "adk_request_confirmation"
         ][-1]
-        response = types.FunctionResponse(
-            id=asked.id,
-            name="adk_request_confirmation",
-            response={"confirmed": decision == "approve"},
+        # Several answers in one message (`approve,deny`): ADK takes the last.
+        return types.Content(
+            role="user",
+            parts=[
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id=asked.id,
+                        name="adk_request_confirmation",
+                        response={"confirmed": one == "approve"},
+                    )
+                )
+                for one in decision.split(",")
+            ],
         )
     return types.Content(role="user", parts=[types.Part(function_response=response)])
 
@@ -146,7 +162,10 @@ async def main(step: str, target: str, decision: str) -> dict[str, Any]:
 
 async def act(step: str, target: str, decision: str) -> str | None:
     async with TurnlogSessionService(target) as sessions:
-        agent = LlmAgent(name="clerk", model=Scripted(), tools=tools())
+        callback = guard if MODE[0] == "guarded" else None
+        agent = LlmAgent(
+            name="clerk", model=Scripted(), tools=tools(), before_tool_callback=callback
+        )
         app = App(name=APP, root_agent=agent, plugins=[sessions.plugin])
         runner = Runner(app=app, session_service=sessions)
         if step == "run":

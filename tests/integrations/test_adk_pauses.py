@@ -184,6 +184,97 @@ def test_a_wait_expired_by_a_sweep_runs_nothing_on_a_late_answer(mode: str, tmp_
     check_valid(store)
 
 
+@pytest.mark.parametrize(("answers", "ran"), [("approve,deny", 0), ("deny,approve", 1)])
+def test_two_answers_in_one_message_count_as_adk_counts_them(
+    answers: str, ran: int, tmp_path: Path
+) -> None:
+    """ADK takes the last answer for a confirmation: so does the log, and the
+    call runs only if that one confirms it."""
+    store = str(tmp_path / "sessions")
+    ledger = tmp_path / "ledger.txt"
+    paused_in_one_process(store, ledger, "gate")
+    assert step("resume", store, ledger, answers)["status"] == "finished"
+    events = check_valid(store)
+    assert decisions_of(events) == ["approved" if ran else "rejected"]
+    assert charges(ledger) == ran
+
+
+def test_a_callback_that_answers_a_gated_call_first_is_its_answer_not_a_pause(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "sessions")
+    ledger = tmp_path / "ledger.txt"
+    done = step("run", store, ledger, mode="guarded")
+    assert done["status"] == "finished", done
+    events = check_valid(store)
+    assert not any(isinstance(e.data, ev.ToolPaused) for e in events)
+    (answer,) = results_of(events, "c1")
+    assert "blocked by policy" in str(answer.content)
+    assert charges(ledger) == 0
+
+
+def test_an_agent_tool_with_the_plugin_runs_its_inner_agent(tmp_path: Path) -> None:
+    """An `AgentTool` hands the plugin on to an inner runner on a session of
+    its own: the plugin leaves that session alone, and the call is recorded
+    once, as the outer session's."""
+    import asyncio
+
+    from google.adk.agents.llm_agent import LlmAgent
+    from google.adk.apps.app import App
+    from google.adk.runners import Runner
+    from google.adk.tools.agent_tool import AgentTool
+    from google.genai import types
+
+    import adk_pause_program as program
+    from turnlog.integrations.adk import TurnlogSessionService
+
+    program.MODE[0] = "asks"
+
+    def look(q: str) -> str:
+        """Look something up."""
+        return f"{q}: 100"
+
+    class Inner(program.Scripted):
+        async def generate_content_async(  # type: ignore[override]
+            self, llm_request: Any, stream: bool = False
+        ) -> Any:
+            last = llm_request.contents[-1].parts or []
+            if any(p.text for p in last):
+                call = types.FunctionCall(id="i1", name="look", args={"q": "b"})
+                parts = [types.Part(function_call=call)]
+            else:
+                parts = [types.Part(text="inner done")]
+            yield program.LlmResponse(content=types.Content(role="model", parts=parts))
+
+    class Outer(program.Scripted):
+        async def generate_content_async(  # type: ignore[override]
+            self, llm_request: Any, stream: bool = False
+        ) -> Any:
+            last = llm_request.contents[-1].parts or []
+            if any(p.text for p in last):
+                call = types.FunctionCall(id="c1", name="banker", args={"request": "b"})
+                parts = [types.Part(function_call=call)]
+            else:
+                parts = [types.Part(text="done")]
+            yield program.LlmResponse(content=types.Content(role="model", parts=parts))
+
+    async def run() -> None:
+        async with TurnlogSessionService(tmp_path / "sessions") as sessions:
+            inner = LlmAgent(name="banker", model=Inner(), tools=[look], description="looks")
+            agent = LlmAgent(name="clerk", model=Outer(), tools=[AgentTool(inner)])
+            app = App(name="shop", root_agent=agent, plugins=[sessions.plugin])
+            runner = Runner(app=app, session_service=sessions)
+            await sessions.create_session(app_name="shop", user_id="u", session_id="pay")
+            message = types.Content(role="user", parts=[types.Part(text="ask the banker")])
+            async for _ in runner.run_async(user_id="u", session_id="pay", new_message=message):
+                pass
+
+    asyncio.run(run())
+    assert turnlog.inspect(tmp_path / "sessions", "pay").status == "finished"
+    (answer,) = results_of(events_of(str(tmp_path / "sessions")), "c1")
+    assert "inner done" in str(answer.content)
+
+
 def test_a_paused_session_refuses_a_decision_from_the_command_line(tmp_path: Path) -> None:
     store = str(tmp_path / "sessions")
     paused_in_one_process(store, tmp_path / "ledger.txt", "gate")

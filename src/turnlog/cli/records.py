@@ -82,6 +82,11 @@ def show_command(
         if found.awaiting:
             # The turn has no end to show: say why it is open, and that it did not crash.
             console.print(f"turn open, {describe_pause(found.awaiting)}", style="bold yellow")
+        elif found.status == "paused":
+            console.print(
+                "turn open, paused: every decision is recorded; the run resumes it",
+                style="bold yellow",
+            )
 
 
 def _instant(text: str | None) -> dt.datetime | None:

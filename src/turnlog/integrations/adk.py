@@ -138,6 +138,9 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
         # (session id, ADK call id) -> the confirmation call its body runs
         # again as, once the client answered it (see `adk_pauses`).
         self._reruns: dict[tuple[str, str], str] = {}
+        # (session id, call id) of the calls ADK's confirmation gate is about
+        # to hold: paused once the gate has asked, never dispatched.
+        self._gates: set[tuple[str, str]] = set()
         # (session id, agent name) -> the names of that agent's task-mode
         # sub-agents, as its last model request offered them (see
         # `TurnlogPlugin.before_model_callback`); and the (session id, call
@@ -359,9 +362,11 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
             # a way no callback reported (a cancellation, or no plugin). A
             # paused turn ended on purpose: the new message drops its waits.
             refuse_unfinished(log, how=_UNFINISHED_HOW)
+        # The confirmations ADK acted on before this event: it takes each once.
+        consumed = adk_pauses.consumed_confirmations(session, event)
         event = await super().append_event(session, event)
         targets = adk_pauses.confirmation_targets(session)
-        await asyncio.to_thread(self._record, log, event, targets)
+        await asyncio.to_thread(self._record, log, event, targets, consumed)
         # The caller's session was updated at its event's time, as ADK's own
         # services stamp it: `get_session` reports the same.
         session.last_update_time = event.timestamp
@@ -369,7 +374,9 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
 
     # -- writing ADK's events ---------------------------------------------------------
 
-    def _record(self, log: Log, event: AdkEvent, targets: dict[str, str]) -> None:
+    def _record(
+        self, log: Log, event: AdkEvent, targets: dict[str, str], consumed: set[str]
+    ) -> None:
         parts = list(event.content.parts or []) if event.content else []
         text = "".join(p.text for p in parts if p.text and not p.thought)
         calls = [p.function_call for p in parts if p.function_call]
@@ -436,7 +443,8 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
                     )
             elif responses:
                 if event.author == "user":
-                    adk_pauses.record_decisions(log, event, targets)
+                    adk_pauses.record_decisions(log, event, targets, consumed)
+                    adk_pauses.record_late(log, responses)
                 stand_ins = adk_pauses.stand_ins(log, event)
                 if stand_ins:
                     fields[STAND_INS] = stand_ins

@@ -26,6 +26,7 @@ class ToolCalls:
     _plugged: bool
     _handed: set[tuple[str, str]]
     _reruns: dict[tuple[str, str], str]
+    _gates: set[tuple[str, str]]
     _delegations: dict[tuple[str, str], frozenset[str]]
     _ahead: set[tuple[str, str]]
 
@@ -84,28 +85,34 @@ class ToolCalls:
         *,
         args: dict[str, Any] | None = None,
         pause: str | None = None,
-        confirmed: bool = False,
+        confirmed: bool | None = None,
     ) -> dict[str, Any] | None:
         """Dispatch a call before ADK runs it; or, for a call the log has
         answered (by the tool, by recovery, by a declined confirmation), hand
         ADK the recorded answer as the call's response, and the tool does not
         run again.
 
-        `pause`: the call is about to be held by ADK's confirmation gate
-        (`approval`) or is a long-running tool's (`external`): it waits in the
-        log instead (see `adk_pauses`). `confirmed`: ADK runs the call again
-        once its client answered a confirmation; a body that asked for it
-        itself runs as the confirmation call it asked with."""
+        `pause`: `gate` for a call ADK's confirmation gate is about to hold
+        (it does not run: no dispatch; see `_result`), `external` for a
+        long-running tool's, which waits in the log for its result (see
+        `adk_pauses`). `confirmed`: ADK's reading of its client's answer when
+        it runs a call again after one (None: no answer); a body that asked
+        for it itself runs as the confirmation call it asked with."""
         session_id = self._id_of(session)
         log = self._log(session_id)
         with log.lock:
-            logged = adk_pauses.rerun_of(log, session, call_id) if confirmed else None
+            if pause == "gate":
+                with self._lock:
+                    self._gates.add((session_id, call_id))
+                return None
             if pause is not None:
                 adk_pauses.hold(log, call_id, name, args, pause)
                 held = adk_pauses.waiting(log, call_id)
                 if held is not None and held.decision is None:
-                    return None  # it waits: ADK's gate answers with its stand-in
-            logged = logged or call_id
+                    return None  # it waits: its body starts what will answer it
+            found = adk_pauses.rerun_of(log, session, call_id) if confirmed is not None else None
+            logged = found or call_id
+            adk_pauses.check_agrees(log, logged, confirmed)
             adk_pauses.acting_on(log, logged)
             answer = answer_before_dispatch(log, logged)
             with self._lock:
@@ -130,7 +137,19 @@ class ToolCalls:
             self._handed.add((session_id, call_id))
         return {"error" if answer.is_error else "result": answer.text}
 
-    def _result(self, session: Session, call_id: str, name: str, text: str, error: bool) -> None:
+    def _result(
+        self,
+        session: Session,
+        call_id: str,
+        name: str,
+        text: str,
+        error: bool,
+        *,
+        args: dict[str, Any] | None = None,
+        asked: bool = False,
+    ) -> None:
+        """A call's answer as ADK reports it after the tool (`asked`: the call
+        asked its client to confirm it, by ADK's gate or by its body)."""
         session_id = self._id_of(session)
         with self._lock:
             if (session_id, call_id) in self._handed:
@@ -138,26 +157,33 @@ class ToolCalls:
                 # the log holds that answer already.
                 self._handed.discard((session_id, call_id))
                 return
+            gated = (session_id, call_id) in self._gates
+            self._gates.discard((session_id, call_id))
             logged = self._reruns.pop((session_id, call_id), call_id)
         log = self._log(session_id)
         with log.lock:
+            if gated and asked:
+                # ADK's gate held the call and asked its client: it did not
+                # run, and it waits; the gate's stand-in is not its answer.
+                adk_pauses.hold(log, call_id, name, args, "approval")
+                return
             pause = adk_pauses.waiting(log, logged)
             if pause is not None and pause.decision is None:
                 if error and pause.kind == "external":
                     # A long-running tool that raised starting its operation:
                     # that error is the answer its call gets.
                     log.deliver(logged, text, by="adk", is_error=True, keeper=adk_pauses.DECIDED_IN)
-                # Otherwise ADK's stand-in for a call that waits, or a
-                # long-running tool's first reply: not the call's answer.
+                # Otherwise a long-running tool's first reply: not the call's answer.
                 return
-            log.append(
-                ev.ToolResult(
-                    call_id=logged,
-                    name=adk_pauses.CONFIRM if logged != call_id else name,
-                    content=text,
-                    is_error=error,
-                )
+            result = ev.ToolResult(
+                call_id=logged,
+                name=adk_pauses.CONFIRM if logged != call_id else name,
+                content=text,
+                is_error=error,
             )
+            # A gated call a callback answered before the gate never ran:
+            # its answer has no dispatch.
+            log.append(result, allow_undispatched=gated)
             # The last call of a step in which another waits: the step stops there.
             adk_pauses.end_step_if_paused(log)
 

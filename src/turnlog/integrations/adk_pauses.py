@@ -34,6 +34,7 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 
 from turnlog import events as ev
 from turnlog.core.pauses import Awaiting, awaiting_call
+from turnlog.errors import TurnlogError
 from turnlog.handle.log import Log
 from turnlog.integrations import begin_step
 from turnlog.integrations.adk_plugin import result_text
@@ -46,6 +47,7 @@ DECIDED_IN: Final = "the ADK client's function response"
 # Who decides, as the log records it: ADK's client speaks as the user.
 _BY: Final = "user"
 _PROMPT_MAX: Final = 4096
+_PAYLOAD_MAX: Final = 1024
 
 
 class UnpluggedPauseWarning(UserWarning):
@@ -66,6 +68,30 @@ def confirmation_targets(session: Session) -> dict[str, str]:
                 if original.get("id"):
                     out[str(call.id)] = str(original["id"])
     return out
+
+
+def consumed_confirmations(session: Session, event: AdkEvent) -> set[str]:
+    """Those of the confirmations a user event answers that ADK has acted on
+    before, by its own rule: a user event answered one, and a response for
+    its original call came after (the call ran, or was answered, on that
+    answer). ADK takes such an answer once."""
+    if event.author != "user":
+        return set()
+    answering = {r.id for r in event.get_function_responses() if r.name == CONFIRM and r.id}
+    targets = {c: o for c, o in confirmation_targets(session).items() if c in answering}
+    confirmation_of = {original: confirmation for confirmation, original in targets.items()}
+    answered: set[str] = set()
+    consumed: set[str] = set()
+    for event in session.events:
+        for response in event.get_function_responses():
+            if not response.id:
+                continue
+            if event.author == "user":
+                if response.id in targets:
+                    answered.add(response.id)
+            elif confirmation_of.get(response.id) in answered:
+                consumed.add(confirmation_of[response.id])
+    return consumed
 
 
 def waiting(log: Log, call_id: str | None) -> Awaiting | None:
@@ -117,44 +143,90 @@ def ask(log: Log, calls: list[Any]) -> None:
         end_step_if_paused(log)
 
 
-def record_decisions(log: Log, event: AdkEvent, targets: dict[str, str]) -> None:
+def record_decisions(
+    log: Log, event: AdkEvent, targets: dict[str, str], consumed: set[str]
+) -> None:
     """The client's function responses in a user event, recorded as the
-    decisions of the calls they answer before ADK acts on them. A response
-    for a call that does not wait, or was decided before (the same answer
-    sent again), records nothing."""
+    decisions of the calls they answer before ADK acts on them, read as ADK
+    reads them: the last response for an id counts, and a confirmation ADK
+    acted on before (`consumed_confirmations`) is not taken again. A response for a call
+    that does not wait, or was decided before (the same answer sent again),
+    and one ADK cannot read as a confirmation, record nothing."""
     parts = (event.content.parts or []) if event.content else []
+    responses = {
+        str(part.function_response.id): part.function_response
+        for part in parts
+        if part.function_response is not None and part.function_response.id is not None
+    }
     with log.lock:
-        for part in parts:
-            response = part.function_response
-            if response is None or response.id is None:
-                continue
+        for response_id, response in responses.items():
             if response.name == CONFIRM:
+                if response_id in consumed:
+                    continue
                 # The gate's call waits itself; a body's request waits as the
                 # confirmation call.
-                pause = waiting(log, targets.get(response.id)) or waiting(log, response.id)
-                if pause is None or pause.decision is not None:
-                    continue
+                pause = waiting(log, targets.get(response_id)) or waiting(log, response_id)
                 confirmation = _confirmation(response.response)
-                if confirmation is not None and confirmation.confirmed:
-                    reason = "confirmed in adk_request_confirmation"
+                if pause is None or pause.decision is not None or confirmation is None:
+                    continue
+                if confirmation.confirmed:
+                    reason = "confirmed in adk_request_confirmation" + _payload(confirmation)
                     log.approve(pause.call_id, by=_BY, reason=reason, keeper=DECIDED_IN)
                 else:
                     reason = "declined in adk_request_confirmation"
                     log.reject(pause.call_id, by=_BY, reason=reason, keeper=DECIDED_IN)
                 continue
-            pause = waiting(log, response.id)
+            pause = waiting(log, response_id)
             if pause is None or pause.decision is not None or pause.kind == "approval":
                 continue
             log.deliver(pause.call_id, result_text(response.response), by=_BY, keeper=DECIDED_IN)
 
 
 def _confirmation(response: Any) -> ToolConfirmation | None:
-    """The client's answer as ADK reads it; None for one ADK could not read
-    (taken as declined: nothing runs on an answer that says nothing)."""
+    """The client's answer as ADK reads it; None for none (ADK ignores an
+    empty answer) or one ADK cannot read (it fails the run): no decision."""
+    if not response:
+        return None
     try:
-        return ToolConfirmation.from_response_dict(response or {})
+        return ToolConfirmation.from_response_dict(response)
     except (ValueError, TypeError):
         return None
+
+
+def _payload(confirmation: ToolConfirmation) -> str:
+    """The data the client sent with its approval, as the decision's reason
+    keeps it (the body reads it): bounded, as every reason is."""
+    if confirmation.payload is None:
+        return ""
+    text = foreign_text(confirmation.payload) or str(confirmation.payload)
+    return f" with payload {text[:_PAYLOAD_MAX]}"
+
+
+class DecisionMismatchError(TurnlogError):
+    """ADK was about to act on a confirmation the log does not hold (declined
+    where the log holds the call approved, or never recorded). Nothing was
+    dispatched and the tool did not run."""
+
+    hint = (
+        "the log's decision and ADK's session disagree (answers sent out of order, or "
+        "edited by hand); send the client's answer again as one function response"
+    )
+
+
+def check_agrees(log: Log, call_id: str, confirmed: bool | None) -> None:
+    """Refuse to act on a confirmation ADK reads as declined for a call the
+    log holds approved: one of the two would be wrong about what ran."""
+    pause = waiting(log, call_id)
+    if confirmed is None or pause is None:
+        return
+    if confirmed is False and pause.decision == "approved":
+        raise DecisionMismatchError(
+            f"ADK's confirmation declines call {call_id!r}, which the log holds approved"
+        )
+    if pause.decision is None:
+        raise DecisionMismatchError(
+            f"ADK acts on a confirmation of call {call_id!r} that the log has not recorded"
+        )
 
 
 def acting_on(log: Log, call_id: str) -> None:
@@ -194,3 +266,20 @@ def stand_ins(log: Log, event: AdkEvent) -> list[str]:
 
 def undecided(log: Log) -> bool:
     return any(one.decision is None for one in log.awaiting)
+
+
+def record_late(log: Log, responses: list[Any]) -> None:
+    """A client's result for a call the log has answered (its wait expired,
+    a new message ended it, or the same result came before): ADK hands it to
+    the model, so the transcript keeps it, as the user's words, and the call
+    keeps its answer."""
+    with log.lock:
+        for response in responses:
+            if response.id is None or response.name == CONFIRM:
+                continue
+            answer = recorded_answer(log, str(response.id))
+            text = result_text(response.response)
+            if answer is None or waiting(log, str(response.id)) is not None:
+                continue
+            how = "was sent again" if answer.text == text else "arrived late"
+            log.user(f"The result of {response.name} ({response.id}) {how}: {text}")

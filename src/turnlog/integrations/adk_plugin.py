@@ -27,11 +27,19 @@ class PluginHost(Protocol):
         *,
         args: dict[str, Any] | None = None,
         pause: str | None = None,
-        confirmed: bool = False,
+        confirmed: bool | None = None,
     ) -> dict[str, Any] | None: ...
 
     def _result(
-        self, session: Session, call_id: str, name: str, text: str, error: bool
+        self,
+        session: Session,
+        call_id: str,
+        name: str,
+        text: str,
+        error: bool,
+        *,
+        args: dict[str, Any] | None = None,
+        asked: bool = False,
     ) -> None: ...
 
     def _cut_off(self, session: Session, call_id: str, name: str, error: BaseException) -> None: ...
@@ -63,7 +71,17 @@ class TurnlogPlugin(BasePlugin):
     async def before_run_callback(self, *, invocation_context: Any) -> None:
         self._service._plugged = True
 
+    def _foreign(self, context: Any) -> bool:
+        """The callback is for a run on another session service (an
+        `AgentTool`'s inner runner hands its plugins on to a session of its
+        own): not one of this service's sessions, nothing to record."""
+        invocation = getattr(context, "_invocation_context", None)
+        service = getattr(invocation, "session_service", self._service)
+        return service is not self._service
+
     async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+        if self._foreign(callback_context):
+            return
         # What the model is offered: which of its tools delegate to a
         # task-mode sub-agent, so the reply's call to one is dispatched when
         # the reply is recorded (see `TurnlogSessionService._dispatch_delegations`).
@@ -82,16 +100,18 @@ class TurnlogPlugin(BasePlugin):
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any
     ) -> dict[str, Any] | None:
         call_id = tool_context.function_call_id
-        if call_id is None:
+        if call_id is None or self._foreign(tool_context):
             return None
-        confirmed = getattr(tool_context, "tool_confirmation", None) is not None
+        confirmation = getattr(tool_context, "tool_confirmation", None)
         pause = None
-        if not confirmed:
-            # A call ADK's gate is about to hold for confirmation, or a
-            # long-running tool about to start its operation, waits in the
-            # log (see `adk_pauses`); ADK asks the gate the same question next.
+        if confirmation is None:
+            # A call ADK's gate is about to hold for confirmation does not
+            # run: it is paused once the gate has asked (`after_tool_callback`),
+            # and a callback that answers it first answers it. A long-running
+            # tool's call waits for its result from before its body starts
+            # the operation (see `adk_pauses`).
             if await tool.check_require_confirmation(tool_args, tool_context) is True:
-                pause = "approval"
+                pause = "gate"
             elif getattr(tool, "is_long_running", False):
                 pause = "external"
         return await asyncio.to_thread(
@@ -102,14 +122,15 @@ class TurnlogPlugin(BasePlugin):
             tool,
             args=tool_args,
             pause=pause,
-            confirmed=confirmed,
+            confirmed=None if confirmation is None else bool(confirmation.confirmed),
         )
 
     async def after_tool_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, result: Any
     ) -> None:
         call_id = tool_context.function_call_id
-        if call_id is not None:
+        if call_id is not None and not self._foreign(tool_context):
+            requested = getattr(tool_context.actions, "requested_tool_confirmations", None) or {}
             await asyncio.to_thread(
                 self._service._result,
                 tool_context.session,
@@ -117,17 +138,21 @@ class TurnlogPlugin(BasePlugin):
                 tool.name,
                 result_text(result),
                 False,
+                args=tool_args,
+                asked=call_id in requested,
             )
 
     async def on_tool_error_callback(
         self, *, tool: Any, tool_args: dict[str, Any], tool_context: Any, error: Exception
     ) -> None:
         call_id = tool_context.function_call_id
-        if call_id is not None and isinstance(error, asyncio.CancelledError):
+        if call_id is None or self._foreign(tool_context):
+            return
+        if isinstance(error, asyncio.CancelledError):
             await asyncio.to_thread(
                 self._service._cut_off, tool_context.session, call_id, tool.name, error
             )
-        elif call_id is not None:
+        else:
             await asyncio.to_thread(
                 self._service._result,
                 tool_context.session,
@@ -140,6 +165,8 @@ class TurnlogPlugin(BasePlugin):
     async def on_run_error_callback(self, *, invocation_context: Any, error: Exception) -> None:
         # The run raised: its turn is closed here, as the reference loop
         # closes one, so the next run on the session starts clean.
+        if getattr(invocation_context, "session_service", self._service) is not self._service:
+            return
         await asyncio.to_thread(
             self._service._run_failed,
             invocation_context.session,
