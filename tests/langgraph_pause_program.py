@@ -1,6 +1,6 @@
 """A crash-test program for LangGraph approvals through the turnlog tool wrapper, killed with SIGKILL.
 
-    python langgraph_pause_program.py STEP STORE LEDGER DECISION KILL
+    python langgraph_pause_program.py STEP STORE LEDGER DECISION KILL [async]
 
 STEP is `run` (the model asks for `pay`, which the wrapper pauses for
 approval; the graph stops on the wrapper's `interrupt()`) or `resume` (a new process resumes the thread from its
@@ -8,12 +8,14 @@ checkpoint with `Command(resume=DECISION == "approve")`, or a string for DECISIO
 target; LEDGER a file `pay` appends its call id to, synced, before it
 returns (the checkpoint lives beside it); KILL the instant to die at:
 `waiting` (the run stopped paused), `in_body` (pay's ledger line is synced,
-its result not written) or `none`. Prints the session's status and the
-thread's last message as JSON.
+its result not written) or `none`. With `async`, the graph runs with
+`ainvoke` on an `AsyncSqliteSaver`, through the wrapper's `awrap`. Prints the
+session's status and the thread's last message as JSON.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import sys
@@ -49,6 +51,39 @@ def model(state: MessagesState) -> dict[str, Any]:
     return {"messages": [AIMessage(content="", id="ai-1", tool_calls=asks)]}
 
 
+def build(tools: TurnlogToolWrapper) -> StateGraph[Any]:
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", model)
+    graph.add_node("tools", ToolNode([pay], wrap_tool_call=tools, awrap_tool_call=tools.awrap))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph
+
+
+async def amain(step: str, target: str, decision: str) -> dict[str, Any]:
+    """`main` on asyncio: `ainvoke`, an `AsyncSqliteSaver`, the wrapper's `awrap`."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    store, _ = open_store(target)
+    config: Any = {"configurable": {"thread_id": "pay"}}
+    path = str(LEDGER[0].with_name("checkpoints.db"))
+    async with AsyncSqliteSaver.from_conn_string(path) as saver:
+        with TurnlogToolWrapper(store, "pay", pauses={"pay": "approval"}) as tools:
+            app = build(tools).compile(checkpointer=saver)
+            if step == "run":
+                human = HumanMessage("pay bob 5", id="h-1")
+                out = await app.ainvoke({"messages": [human]}, config)
+                if KILL[0] == "waiting":
+                    die()
+            else:
+                out = await app.ainvoke(Command(resume=decision == "approve"), config)
+            tools.finish(out)
+            waits = [i.value.get("call_id") for i in out.get("__interrupt__", ())]
+            last = out["messages"][-1].content
+    return {"status": turnlog.inspect(store, "pay").status, "waits": waits, "last": last}
+
+
 def main(step: str, target: str, decision: str) -> dict[str, Any]:
     store, _ = open_store(target)
     checkpoints = sqlite3.connect(
@@ -56,13 +91,7 @@ def main(step: str, target: str, decision: str) -> dict[str, Any]:
     )
     config: Any = {"configurable": {"thread_id": "pay"}}
     with TurnlogToolWrapper(store, "pay", pauses={"pay": "approval"}) as tools:
-        graph = StateGraph(MessagesState)
-        graph.add_node("agent", model)
-        graph.add_node("tools", ToolNode([pay], wrap_tool_call=tools))
-        graph.add_edge(START, "agent")
-        graph.add_conditional_edges("agent", tools_condition)
-        graph.add_edge("tools", "agent")
-        app = graph.compile(checkpointer=SqliteSaver(checkpoints))
+        app = build(tools).compile(checkpointer=SqliteSaver(checkpoints))
         if step == "run":
             out = app.invoke({"messages": [HumanMessage("pay bob 5", id="h-1")]}, config)
             if KILL[0] == "waiting":
@@ -85,4 +114,7 @@ def main(step: str, target: str, decision: str) -> dict[str, Any]:
 if __name__ == "__main__":
     STEP, TARGET, LEDGER_PATH, DECISION, KILL[0] = sys.argv[1:6]
     LEDGER.append(Path(LEDGER_PATH))
-    print(json.dumps(main(STEP, TARGET, DECISION)))
+    if sys.argv[6:] == ["async"]:
+        print(json.dumps(asyncio.run(amain(STEP, TARGET, DECISION))))
+    else:
+        print(json.dumps(main(STEP, TARGET, DECISION)))

@@ -1,6 +1,6 @@
 """A crash-test program for Pydantic AI's deferred tools on a TurnlogCapability, killed with SIGKILL.
 
-    python pydantic_pause_program.py STEP STORE LEDGER DECISION KILL
+    python pydantic_pause_program.py STEP STORE LEDGER DECISION KILL [iter]
 
 STEP is `run` (the model asks for `pay`, which `requires_approval`, and
 `look` beside it; the run ends with `DeferredToolRequests`), `resume` (a
@@ -9,7 +9,8 @@ new process resumes on the session's messages with DECISION, `approve` or
 session, what a crashed resume is followed by). STORE is a store target;
 LEDGER a file `pay` appends its call id to, synced, before it returns; KILL
 the instant to die at: `waiting` (the run ended paused), `in_body` (pay's
-ledger line is synced, its result not written) or `none`. Prints the
+ledger line is synced, its result not written) or `none`. With `iter`, each
+run is `agent.iter` driven node by node instead of `agent.run`. Prints the
 session's status and the run's output as JSON.
 """
 
@@ -63,37 +64,44 @@ def look(q: str) -> str:
     return f"{q}: 100"
 
 
-async def main(step: str, target: str, decision: str) -> dict[str, Any]:
+async def run(how: str, prompt: str | None = None, **options: Any) -> Any:
+    """One run of the agent: `agent.run`, or (`iter`) `agent.iter` driven node by node."""
+    if how != "iter":
+        return (await agent.run(prompt, **options)).output
+    async with agent.iter(prompt, **options) as running:
+        async for _ in running:
+            pass
+    assert running.result is not None
+    return running.result.output
+
+
+async def main(step: str, target: str, decision: str, how: str = "run") -> dict[str, Any]:
     store, _ = open_store(target)
     async with TurnlogCapability(store, "pay") as cap:
         output: Any
         if step == "run":
-            result = await agent.run("pay bob 5", capabilities=[cap])
+            deferred = await run(how, "pay bob 5", capabilities=[cap])
             if KILL[0] == "waiting":
                 die()
-            output = sorted(part.tool_call_id for part in result.output.approvals)
+            output = sorted(part.tool_call_id for part in deferred.approvals)
         elif step == "resume":
             approval: bool | ToolDenied = True if decision == "approve" else ToolDenied("no")
             results = DeferredToolResults(approvals={"c1": approval})
             try:
-                resumed = await agent.run(
+                output = await run(
+                    how,
                     message_history=cap.messages(),
                     deferred_tool_results=results,
                     capabilities=[cap],
                 )
             except UserError as refused:  # Pydantic AI's own word: the call was answered
                 output = {"refused": str(refused)}
-            else:
-                output = resumed.output
         else:
-            carried = await agent.run(
-                "continue", message_history=cap.messages(), capabilities=[cap]
-            )
-            output = carried.output
+            output = await run(how, "continue", message_history=cap.messages(), capabilities=[cap])
     return {"status": turnlog.inspect(store, "pay").status, "output": output}
 
 
 if __name__ == "__main__":
     STEP, TARGET, LEDGER_PATH, DECISION, KILL[0] = sys.argv[1:6]
     LEDGER.append(Path(LEDGER_PATH))
-    print(json.dumps(asyncio.run(main(STEP, TARGET, DECISION))))
+    print(json.dumps(asyncio.run(main(STEP, TARGET, DECISION, *sys.argv[6:7]))))

@@ -35,8 +35,15 @@ from turnlog import events as ev
 PROGRAM = str(TESTS / "langgraph_pause_program.py")
 
 
-def step(name: str, store: str, ledger: Path, decision: str = "approve", kill: str = "none") -> Any:
-    return run_program(PROGRAM, name, store, str(ledger), decision, kill)
+def step(
+    name: str,
+    store: str,
+    ledger: Path,
+    decision: str = "approve",
+    kill: str = "none",
+    *how: str,
+) -> Any:
+    return run_program(PROGRAM, name, store, str(ledger), decision, kill, *how)
 
 
 def paused_in_one_process(store: str, ledger: Path) -> None:
@@ -96,6 +103,28 @@ def test_a_resume_value_that_is_not_a_decision_is_refused(tmp_path: Path) -> Non
     done = step("resume", store, ledger, "text")
     assert done["status"] == "paused" and "is not True or False" in done["refused"]
     assert events_of(store) == before and charges(ledger) == 0
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+def test_on_asyncio_paused_in_one_process_resumed_in_another(
+    kind: str, decision: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The same through `ainvoke` and the wrapper's `awrap`."""
+    store = store_url(kind, tmp_path, request)
+    ledger = tmp_path / "ledger.txt"
+    Tally.runs += 1
+    assert step("run", store, ledger, "approve", "waiting", "async") is None
+    pause_checks.paused_and_swept(store)
+    done = step("resume", store, ledger, decision, "none", "async")
+    assert done["status"] == "finished" and done["waits"] == []
+    events = check_valid(store)
+    (answer,) = results_of(events, "c1")
+    if decision == "approve":
+        assert charges(ledger) == 1 and answer.content == "paid bob 5"
+    else:
+        Tally.rejected_ran += charges(ledger)
+        assert charges(ledger) == 0 and answer.rule == "A1"
 
 
 def test_zz_tally() -> None:

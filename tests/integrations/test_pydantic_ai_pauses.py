@@ -36,8 +36,15 @@ from turnlog import events as ev
 PROGRAM = str(TESTS / "pydantic_pause_program.py")
 
 
-def step(name: str, store: str, ledger: Path, decision: str = "approve", kill: str = "none") -> Any:
-    return run_program(PROGRAM, name, store, str(ledger), decision, kill)
+def step(
+    name: str,
+    store: str,
+    ledger: Path,
+    decision: str = "approve",
+    kill: str = "none",
+    *how: str,
+) -> Any:
+    return run_program(PROGRAM, name, store, str(ledger), decision, kill, *how)
 
 
 def paused_in_one_process(store: str, ledger: Path) -> None:
@@ -97,6 +104,28 @@ def test_a_paused_session_opens_and_reads_paused(tmp_path: Path) -> None:
     store = str(tmp_path / "sessions")
     paused_in_one_process(store, tmp_path / "ledger.txt")
     assert turnlog.inspect(store, "pay").revivable is False
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+def test_driven_node_by_node_with_iter(
+    kind: str, decision: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The same through `agent.iter`: the capability's hooks see every node."""
+    store = store_url(kind, tmp_path, request)
+    ledger = tmp_path / "ledger.txt"
+    Tally.runs += 1
+    assert step("run", store, ledger, "approve", "waiting", "iter") is None
+    pause_checks.paused_and_swept(store)
+    done = step("resume", store, ledger, decision, "none", "iter")
+    assert done["status"] == "finished"
+    events = check_valid(store)
+    (answer,) = results_of(events, "c1")
+    if decision == "approve":
+        assert charges(ledger) == 1 and answer.content == "paid bob 5"
+    else:
+        Tally.rejected_ran += charges(ledger)
+        assert charges(ledger) == 0 and answer.rule == "A1"
 
 
 def test_zz_tally() -> None:
