@@ -126,3 +126,24 @@ def print_tally(name: str) -> None:
     )
     # Each module counts its own campaign.
     Tally.runs = Tally.kills = Tally.ran_twice = Tally.paused_changed = Tally.rejected_ran = 0
+
+
+def paused_then_decided(
+    step: Callable[..., Any], store: str, ledger: Path, decision: str, how: str
+) -> Any:
+    """Pause in one process (killed while it waits; a sweep leaves it) and
+    resume with `decision` in another, both run `how` (the program's last
+    argument); the ledger says whether pay ran: once if approved, never if
+    declined. Returns the resumed process's output."""
+    Tally.runs += 1
+    assert step("run", store, ledger, "approve", "waiting", how) is None
+    paused_and_swept(store)
+    done = step("resume", store, ledger, decision, "none", how)
+    assert done["status"] == "finished", done
+    (answer,) = results_of(check_valid(store), "c1")
+    if decision == "approve":
+        assert charges(ledger) == 1 and answer.content == "paid bob 5"
+    else:
+        Tally.rejected_ran += charges(ledger)
+        assert charges(ledger) == 0 and answer.rule == "A1"
+    return done

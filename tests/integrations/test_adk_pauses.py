@@ -234,34 +234,36 @@ def test_an_agent_tool_with_the_plugin_runs_its_inner_agent(tmp_path: Path) -> N
         """Look something up."""
         return f"{q}: 100"
 
-    class Inner(program.Scripted):
-        async def generate_content_async(  # type: ignore[override]
-            self, llm_request: Any, stream: bool = False
-        ) -> Any:
-            last = llm_request.contents[-1].parts or []
-            if any(p.text for p in last):
-                call = types.FunctionCall(id="i1", name="look", args={"q": "b"})
-                parts = [types.Part(function_call=call)]
-            else:
-                parts = [types.Part(text="inner done")]
-            yield program.LlmResponse(content=types.Content(role="model", parts=parts))
+    class Asks(program.Scripted):
+        """Asks for `call` on the user's words; says `said` once answered."""
 
-    class Outer(program.Scripted):
+        call: types.FunctionCall
+        said: str
+
         async def generate_content_async(  # type: ignore[override]
             self, llm_request: Any, stream: bool = False
         ) -> Any:
             last = llm_request.contents[-1].parts or []
-            if any(p.text for p in last):
-                call = types.FunctionCall(id="c1", name="banker", args={"request": "b"})
-                parts = [types.Part(function_call=call)]
-            else:
-                parts = [types.Part(text="done")]
-            yield program.LlmResponse(content=types.Content(role="model", parts=parts))
+            part = (
+                types.Part(function_call=self.call)
+                if any(p.text for p in last)
+                else types.Part(text=self.said)
+            )
+            yield program.LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    inner_call = types.FunctionCall(id="i1", name="look", args={"q": "b"})
+    outer_call = types.FunctionCall(id="c1", name="banker", args={"request": "b"})
 
     async def run() -> None:
         async with TurnlogSessionService(tmp_path / "sessions") as sessions:
-            inner = LlmAgent(name="banker", model=Inner(), tools=[look], description="looks")
-            agent = LlmAgent(name="clerk", model=Outer(), tools=[AgentTool(inner)])
+            inner = LlmAgent(
+                name="banker",
+                model=Asks(call=inner_call, said="inner done"),
+                tools=[look],
+                description="looks",
+            )
+            outer = Asks(call=outer_call, said="done")
+            agent = LlmAgent(name="clerk", model=outer, tools=[AgentTool(inner)])
             app = App(name="shop", root_agent=agent, plugins=[sessions.plugin])
             runner = Runner(app=app, session_service=sessions)
             await sessions.create_session(app_name="shop", user_id="u", session_id="pay")

@@ -112,19 +112,8 @@ def test_on_asyncio_paused_in_one_process_resumed_in_another(
 ) -> None:
     """The same through `ainvoke` and the wrapper's `awrap`."""
     store = store_url(kind, tmp_path, request)
-    ledger = tmp_path / "ledger.txt"
-    Tally.runs += 1
-    assert step("run", store, ledger, "approve", "waiting", "async") is None
-    pause_checks.paused_and_swept(store)
-    done = step("resume", store, ledger, decision, "none", "async")
-    assert done["status"] == "finished" and done["waits"] == []
-    events = check_valid(store)
-    (answer,) = results_of(events, "c1")
-    if decision == "approve":
-        assert charges(ledger) == 1 and answer.content == "paid bob 5"
-    else:
-        Tally.rejected_ran += charges(ledger)
-        assert charges(ledger) == 0 and answer.rule == "A1"
+    done = pause_checks.paused_then_decided(step, store, tmp_path / "ledger.txt", decision, "async")
+    assert done["waits"] == []
 
 
 def test_zz_tally() -> None:

@@ -113,19 +113,7 @@ def test_driven_node_by_node_with_iter(
 ) -> None:
     """The same through `agent.iter`: the capability's hooks see every node."""
     store = store_url(kind, tmp_path, request)
-    ledger = tmp_path / "ledger.txt"
-    Tally.runs += 1
-    assert step("run", store, ledger, "approve", "waiting", "iter") is None
-    pause_checks.paused_and_swept(store)
-    done = step("resume", store, ledger, decision, "none", "iter")
-    assert done["status"] == "finished"
-    events = check_valid(store)
-    (answer,) = results_of(events, "c1")
-    if decision == "approve":
-        assert charges(ledger) == 1 and answer.content == "paid bob 5"
-    else:
-        Tally.rejected_ran += charges(ledger)
-        assert charges(ledger) == 0 and answer.rule == "A1"
+    pause_checks.paused_then_decided(step, store, tmp_path / "ledger.txt", decision, "iter")
 
 
 def test_zz_tally() -> None:
