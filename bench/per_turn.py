@@ -120,9 +120,7 @@ def agents_turn_factory(side: str, path: Path) -> tuple[Any, Any]:
         async def turn(session: Any, number: int) -> int:
             items = await session.get_items()
             if side == "bare":
-                user, new = agents_items(number)
-                await session.add_items([user])
-                await session.add_items(new)
+                await _agents_saves(session, number)
             else:
                 await _agents_turnlog_writes(session, number)
             return len(items)
@@ -156,9 +154,7 @@ def agents_prepare(side: str, path: Path, length: int) -> None:
             async with TurnlogSession(str(path.parent), path.stem, durability="none") as s:
                 for number in range(1, turns + 1):
                     if side == "bare":
-                        user, new = agents_items(number)
-                        await s.add_items([user])
-                        await s.add_items(new)
+                        await _agents_saves(s, number)
                     else:
                         await _agents_turnlog_writes(s, number)
 
@@ -176,6 +172,13 @@ def agents_prepare(side: str, path: Path, length: int) -> None:
             session.close()
 
         asyncio.run(build_peer())
+
+
+async def _agents_saves(session: Any, number: int) -> None:
+    """A turn's writes as the SDK makes them on a session with no hooks."""
+    user, new = agents_items(number)
+    await session.add_items([user])
+    await session.add_items(new)
 
 
 async def _agents_turnlog_writes(session: Any, number: int) -> None:

@@ -147,3 +147,20 @@ def paused_then_decided(
         Tally.rejected_ran += charges(ledger)
         assert charges(ledger) == 0 and answer.rule == "A1"
     return done
+
+
+def program_step(program: str) -> Callable[..., Any]:
+    """A framework pause program's step: `step(name, store, ledger, decision,
+    kill, *how)` runs one process of it."""
+
+    def step(
+        name: str,
+        store: str,
+        ledger: Path,
+        decision: str = "approve",
+        kill: str = "none",
+        *how: str,
+    ) -> Any:
+        return run_program(program, name, store, str(ledger), decision, kill, *how)
+
+    return step

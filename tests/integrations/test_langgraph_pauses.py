@@ -10,7 +10,6 @@ ground truth: an approved charge runs once, a declined one never.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,7 +25,6 @@ from pause_checks import (
     events_of,
     print_tally,
     results_of,
-    run_program,
     store_url,
     swept,
 )
@@ -35,15 +33,7 @@ from turnlog import events as ev
 PROGRAM = str(TESTS / "langgraph_pause_program.py")
 
 
-def step(
-    name: str,
-    store: str,
-    ledger: Path,
-    decision: str = "approve",
-    kill: str = "none",
-    *how: str,
-) -> Any:
-    return run_program(PROGRAM, name, store, str(ledger), decision, kill, *how)
+step = pause_checks.program_step(PROGRAM)
 
 
 def paused_in_one_process(store: str, ledger: Path) -> None:
