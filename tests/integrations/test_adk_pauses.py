@@ -29,7 +29,6 @@ from pause_checks import (
     events_of,
     print_tally,
     results_of,
-    run_program,
     store_url,
     swept,
 )
@@ -39,15 +38,14 @@ PROGRAM = str(TESTS / "adk_pause_program.py")
 CONFIRM = "adk_request_confirmation"
 
 
-def step(
-    name: str,
-    store: str,
-    ledger: Path,
-    decision: str = "approve",
-    kill: str = "none",
-    mode: str = "gate",
-) -> Any:
-    return run_program(PROGRAM, name, store, str(ledger), decision, kill, mode)
+_step = pause_checks.program_step(PROGRAM)
+
+
+def step(name: str, store: str, ledger: Path, decision: str = "approve", **options: str) -> Any:
+    """One process of the program: `kill` (default none), `mode` (default gate)."""
+    return _step(
+        name, store, ledger, decision, options.get("kill", "none"), options.get("mode", "gate")
+    )
 
 
 def paused_in_one_process(store: str, ledger: Path, mode: str) -> str:
