@@ -64,6 +64,8 @@ operations = st.one_of(
     st.tuples(st.just("expire")),
     st.tuples(st.just("raw_decision"), ids, st.sampled_from(["approved", "expired", "maybe"])),
     st.tuples(st.just("resume_turn")),
+    # A step the model spoke in while a call waited, ended on that pause.
+    st.tuples(st.just("paused_step_end")),
     st.tuples(st.just("ask_and_pause"), ids, st.sampled_from(["approval", "external"])),
 )
 # How the session opens: the user's request, an empty user message (which
@@ -135,6 +137,8 @@ def run(log: turnlog.Log, op: tuple[Any, ...], handles: dict[str, turnlog.Dispat
         log.append(ev.ToolDecision(call_id=op[1], decision=op[2]))
     elif kind == "resume_turn":
         log.begin_turn(resume=True)
+    elif kind == "paused_step_end":
+        log.append(ev.StepEnd(outcome="paused"))
     elif kind == "end_turn":
         if log.verdict().open_turn is None:
             raise turnlog.UsageError("no open turn")

@@ -415,10 +415,14 @@ class Fold(OpenTurnQuestions):
             return
         turn.closed_steps.add(turn.open_step.seq)
         turn.open_step = None
-        if data.outcome == "paused" and any(c.pause is not None for c in turn.calls.values()):
+        if data.outcome == "paused" and any(
+            c.pause is not None and c.dispatch is None and not c.answered
+            for c in turn.calls.values()
+        ):
             # The model spoke while a call waited (a framework that reads a
             # pending reply to the model) and the step stopped on that pause
             # again: the turn is held until its next step, as at the pause.
+            # A step that ends "paused" while nothing waits holds nothing.
             turn.held = True
 
     def _on_dispatch(self, event: Event, data: ev.ToolDispatch) -> None:
