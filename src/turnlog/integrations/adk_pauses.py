@@ -5,8 +5,8 @@ recovery or sweep takes the run for a crashed one:
 
 - a tool declared `require_confirmation` (ADK's gate answers the call with a
   stand-in and asks the client with an `adk_request_confirmation` call):
-  the call itself waits for approval, paused before the gate, never
-  dispatched until the client confirms it;
+  the call itself waits for approval, paused once the gate has asked (it
+  never ran: no dispatch is written for it until the client confirms it);
 - a tool body that calls `tool_context.request_confirmation()`: the body
   ran and answered its call, and the `adk_request_confirmation` call is what
   waits; once confirmed, ADK runs the body again, and that run is recorded
