@@ -1,6 +1,7 @@
 """turnlog under agent frameworks: one module per framework, imported only when used;
 here, what they share: one handle per session per process, tool idempotency, the
-history check, and the turn and step boundaries a framework's hooks imply."""
+history check, the turn and step boundaries a framework's hooks imply, and the
+pause of a call a framework stops on."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from turnlog import events as ev
+from turnlog.core.pauses import awaiting_call
 from turnlog.errors import SessionInterruptedError, TurnlogError, UsageError
 from turnlog.events import check_idempotency
 from turnlog.handle.log import Log
@@ -371,6 +373,49 @@ def dispatch_ahead(log: Log, calls: Sequence[AheadCall]) -> list[str]:
             sync=True,
         )
         return [call.call_id for call in ahead]
+
+
+# A pause's prompt, as a framework's call shows it: at most this long.
+PAUSE_PROMPT_MAX = 4096
+
+
+def call_prompt(name: str, args: Any) -> str:
+    """What a person deciding a paused call is shown: the call, its arguments."""
+    from turnlog.text import foreign_text
+
+    shown = args if isinstance(args, dict) else foreign_text(args)
+    return f"{name}({shown})"[:PAUSE_PROMPT_MAX]
+
+
+def hold_call(
+    log: Log, call_id: str, *, kind: str, decided_in: str, prompt: str | None = None
+) -> bool:
+    """Pause a call the open turn asked for and has neither dispatched,
+    answered nor paused (synced). False when it is not one to pause: paused
+    before, or already started or answered (a resumed step)."""
+    with log.lock:
+        if awaiting_call(log.awaiting, call_id) is not None:
+            return False
+        turn = log.open_turn
+        call = next((c for c in turn.calls if c.call_id == call_id), None) if turn else None
+        if call is None or call.dispatch is not None or call.answered:
+            return False
+        log.pause(call_id, kind=kind, decided_in=decided_in, prompt=prompt)
+        return True
+
+
+def end_step_paused(log: Log) -> None:
+    """End the open step `paused` when a call of the turn waits undecided and
+    none is owed: the step stopped on that pause."""
+    with log.lock:
+        turn = log.open_turn
+        if (
+            turn is not None
+            and turn.open_step is not None
+            and not turn.owed
+            and any(one.decision is None for one in log.awaiting)
+        ):
+            log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="paused"))
 
 
 def end_turn(log: Log) -> bool:

@@ -55,6 +55,7 @@ from turnlog.integrations import (
     adk_pauses,
     begin_step,
     check_idempotency_map,
+    end_step_paused,
     end_turn,
     fail_run,
     refuse_interrupted,
@@ -362,10 +363,13 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
             # a way no callback reported (a cancellation, or no plugin). A
             # paused turn ended on purpose: the new message drops its waits.
             refuse_unfinished(log, how=_UNFINISHED_HOW)
-        # The confirmations ADK acted on before this event: it takes each once.
-        consumed = adk_pauses.consumed_confirmations(session, event)
+        # Only an answer to a confirmation needs the session's confirmation
+        # calls (read once here, not per event): which calls it decides, and
+        # which of them ADK acted on before (it takes each answer once).
+        answers = adk_pauses.answers_confirmation(event)
+        consumed = adk_pauses.consumed_confirmations(session, event) if answers else set()
         event = await super().append_event(session, event)
-        targets = adk_pauses.confirmation_targets(session)
+        targets = adk_pauses.confirmation_targets(session) if answers else {}
         await asyncio.to_thread(self._record, log, event, targets, consumed)
         # The caller's session was updated at its event's time, as ADK's own
         # services stamp it: `get_session` reports the same.
@@ -399,7 +403,7 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
                 asked = [
                     c
                     for c in calls
-                    if adk_pauses.waiting(log, targets.get(str(c.id))) is None
+                    if adk_pauses.waiting(log, adk_pauses.original_of(c)) is None
                     and adk_pauses.waiting(log, str(c.id)) is None
                 ]
                 if not self._plugged:
@@ -475,7 +479,7 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
                 if adk_pauses.undecided(log):
                     # The model spoke while calls wait (a long-running tool's
                     # first reply, a body's request): the turn stays paused.
-                    adk_pauses.end_step_if_paused(log)
+                    end_step_paused(log)
                 elif end_turn(log):
                     _run(log)["invocation"] = None
             else:

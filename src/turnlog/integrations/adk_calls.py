@@ -12,7 +12,13 @@ from turnlog import events as ev
 from turnlog.core.recovery import unwind_result
 from turnlog.events import Origin
 from turnlog.handle.log import Log
-from turnlog.integrations import AheadCall, adk_pauses, dispatch_ahead, tool_idempotency
+from turnlog.integrations import (
+    AheadCall,
+    adk_pauses,
+    dispatch_ahead,
+    end_step_paused,
+    tool_idempotency,
+)
 from turnlog.integrations.answered import answer_before_dispatch
 
 
@@ -185,16 +191,23 @@ class ToolCalls:
             # its answer has no dispatch.
             log.append(result, allow_undispatched=gated)
             # The last call of a step in which another waits: the step stops there.
-            adk_pauses.end_step_if_paused(log)
+            end_step_paused(log)
 
     def _cut_off(self, session: Session, call_id: str, name: str, error: BaseException) -> None:
         """A call ADK cancelled mid-run (a parallel call failed): it may have
-        taken effect, so it reads outcome unknown (U1), not a plain error."""
-        log = self._log(self._id_of(session))
+        taken effect, so it reads outcome unknown (U1), not a plain error. A
+        gated call never started (the gate runs no body): not started. A
+        body run again for a confirmation is the confirmation call's."""
+        session_id = self._id_of(session)
+        with self._lock:
+            gated = (session_id, call_id) in self._gates
+            self._gates.discard((session_id, call_id))
+            logged = self._reruns.pop((session_id, call_id), call_id)
+        log = self._log(session_id)
         with log.lock:
-            if call_id not in set(log.owed_calls()):
+            if logged not in set(log.owed_calls()):
                 return
-            result = unwind_result(call_id, name, dispatched=True, error=type(error).__name__)
+            result = unwind_result(logged, name, dispatched=not gated, error=type(error).__name__)
             log.append(result, origin=Origin.UNWIND.value)
 
 

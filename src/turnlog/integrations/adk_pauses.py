@@ -36,7 +36,13 @@ from turnlog import events as ev
 from turnlog.core.pauses import Awaiting, awaiting_call
 from turnlog.errors import TurnlogError
 from turnlog.handle.log import Log
-from turnlog.integrations import begin_step
+from turnlog.integrations import (
+    PAUSE_PROMPT_MAX,
+    begin_step,
+    call_prompt,
+    end_step_paused,
+    hold_call,
+)
 from turnlog.integrations.adk_plugin import result_text
 from turnlog.integrations.answered import recorded_answer
 from turnlog.text import foreign_text
@@ -46,7 +52,6 @@ CONFIRM: Final = "adk_request_confirmation"
 DECIDED_IN: Final = "the ADK client's function response"
 # Who decides, as the log records it: ADK's client speaks as the user.
 _BY: Final = "user"
-_PROMPT_MAX: Final = 4096
 _PAYLOAD_MAX: Final = 1024
 
 
@@ -57,16 +62,29 @@ class UnpluggedPauseWarning(UserWarning):
     client's answer is kept only in ADK's own events."""
 
 
+def original_of(call: Any) -> str | None:
+    """The id of the call an `adk_request_confirmation` call asks about."""
+    original = (call.args or {}).get("originalFunctionCall") or {}
+    return str(original["id"]) if original.get("id") else None
+
+
+def answers_confirmation(event: AdkEvent) -> bool:
+    """A user event that answers a confirmation: the one kind of event whose
+    recording needs the session's confirmation calls."""
+    return event.author == "user" and any(
+        response.name == CONFIRM for response in event.get_function_responses()
+    )
+
+
 def confirmation_targets(session: Session) -> dict[str, str]:
     """Each `adk_request_confirmation` call's id in the session, mapped to the
     id of the call it asks about (its `originalFunctionCall`)."""
     out = {}
     for event in session.events:
         for call in event.get_function_calls():
-            if call.name == CONFIRM and call.id:
-                original = (call.args or {}).get("originalFunctionCall") or {}
-                if original.get("id"):
-                    out[str(call.id)] = str(original["id"])
+            original = original_of(call) if call.name == CONFIRM and call.id else None
+            if original is not None:
+                out[str(call.id)] = original
     return out
 
 
@@ -75,9 +93,9 @@ def consumed_confirmations(session: Session, event: AdkEvent) -> set[str]:
     before, by its own rule: a user event answered one, and a response for
     its original call came after (the call ran, or was answered, on that
     answer). ADK takes such an answer once."""
-    if event.author != "user":
-        return set()
     answering = {r.id for r in event.get_function_responses() if r.name == CONFIRM and r.id}
+    if event.author != "user" or not answering:
+        return set()
     targets = {c: o for c, o in confirmation_targets(session).items() if c in answering}
     confirmation_of = {original: confirmation for confirmation, original in targets.items()}
     answered: set[str] = set()
@@ -103,28 +121,9 @@ def hold(log: Log, call_id: str, name: str, args: Any, kind: str) -> None:
     """Pause a call the open turn asked for and has neither dispatched nor
     answered (synced); the step ends `paused` once nothing in it is owed."""
     with log.lock:
-        if waiting(log, call_id) is not None:
-            return
-        turn = log.open_turn
-        call = next((c for c in turn.calls if c.call_id == call_id), None) if turn else None
-        if call is None or call.dispatch is not None or call.answered:
-            return
-        prompt = f"{name}({foreign_text(args) if not isinstance(args, dict) else args})"
-        log.pause(call_id, kind=kind, decided_in=DECIDED_IN, prompt=prompt[:_PROMPT_MAX])
-        end_step_if_paused(log)
-
-
-def end_step_if_paused(log: Log) -> None:
-    """End the open step `paused` when a call in it waits and none is owed."""
-    with log.lock:
-        turn = log.open_turn
-        if (
-            turn is not None
-            and turn.open_step is not None
-            and not turn.owed
-            and any(one.decision is None for one in log.awaiting)
-        ):
-            log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="paused"))
+        prompt = call_prompt(name, args)
+        if hold_call(log, call_id, kind=kind, decided_in=DECIDED_IN, prompt=prompt):
+            end_step_paused(log)
 
 
 def ask(log: Log, calls: list[Any]) -> None:
@@ -138,9 +137,9 @@ def ask(log: Log, calls: list[Any]) -> None:
         )
         for call in calls:
             hint = ((call.args or {}).get("toolConfirmation") or {}).get("hint") or None
-            prompt = hint[:_PROMPT_MAX] if isinstance(hint, str) else None
+            prompt = hint[:PAUSE_PROMPT_MAX] if isinstance(hint, str) else None
             log.pause(str(call.id), kind="approval", prompt=prompt, decided_in=DECIDED_IN)
-        end_step_if_paused(log)
+        end_step_paused(log)
 
 
 def record_decisions(

@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from turnlog import events as ev
 from turnlog.core.pauses import Awaiting, awaiting_call, check_kind
 from turnlog.errors import UsageError
 from turnlog.handle.log import Log
-from turnlog.integrations import begin_step
+from turnlog.integrations import begin_step, call_prompt, end_step_paused, hold_call
 from turnlog.text import foreign_text
 
 DECIDED_IN: Final = "the LangGraph checkpoint"
@@ -49,18 +48,9 @@ def hold(log: Log, call_id: str, name: str, args: Any, kind: str) -> Awaiting | 
     ended `paused` once nothing else in it is owed. None when the call is not
     one to hold: already dispatched or answered (a resumed step)."""
     with log.lock:
-        waiting = _awaiting(log, call_id)
-        if waiting is not None:
-            return waiting
-        turn = log.open_turn
-        call = next((c for c in turn.calls if c.call_id == call_id), None) if turn else None
-        if call is None or call.dispatch is not None or call.answered:
-            return None
-        prompt = f"{name}({foreign_text(args) if not isinstance(args, dict) else args})"
-        log.pause(call_id, kind=kind, decided_in=DECIDED_IN, prompt=prompt[:4096])
-        turn = log.open_turn
-        if turn is not None and turn.open_step is not None and not turn.owed:
-            log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="paused"))
+        prompt = call_prompt(name, args)
+        if hold_call(log, call_id, kind=kind, decided_in=DECIDED_IN, prompt=prompt):
+            end_step_paused(log)
         return _awaiting(log, call_id)
 
 

@@ -18,10 +18,9 @@ from typing import Any, Final
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
-from turnlog import events as ev
 from turnlog.core.pauses import awaiting_call
 from turnlog.handle.log import Log
-from turnlog.integrations import begin_step
+from turnlog.integrations import begin_step, end_step_paused, hold_call
 from turnlog.text import foreign_text
 
 # Where the decision about a deferred call is kept until the run resumes.
@@ -34,21 +33,12 @@ def pause_deferred(log: Log, requests: DeferredToolRequests) -> None:
     tool body raised the deferral had already been dispatched (it started):
     it stays a call in flight, as the log can prove no more of it."""
     with log.lock:
-        turn = log.open_turn
-        if turn is None:
-            return
-        unstarted = {c.call_id for c in turn.calls if c.dispatch is None and not c.answered}
-        waiting = {one.call_id for one in log.awaiting}
         for part in requests.approvals:
-            if part.tool_call_id in unstarted and part.tool_call_id not in waiting:
-                log.pause(part.tool_call_id, kind="approval", decided_in=DECIDED_IN)
+            hold_call(log, part.tool_call_id, kind="approval", decided_in=DECIDED_IN)
         for part in requests.calls:
-            if part.tool_call_id in unstarted and part.tool_call_id not in waiting:
-                kind = "input" if requests.kind(part.tool_call_id) == "question" else "external"
-                log.pause(part.tool_call_id, kind=kind, decided_in=DECIDED_IN)
-        turn = log.open_turn
-        if turn is not None and turn.open_step is not None and not turn.owed:
-            log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="paused"))
+            kind = "input" if requests.kind(part.tool_call_id) == "question" else "external"
+            hold_call(log, part.tool_call_id, kind=kind, decided_in=DECIDED_IN)
+        end_step_paused(log)
 
 
 def record_decisions(log: Log, results: DeferredToolResults) -> None:
