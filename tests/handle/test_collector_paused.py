@@ -23,6 +23,16 @@ def test_it_is_on_again_after_an_error() -> None:
     assert gc.isenabled()
 
 
+def test_it_stays_off_until_the_last_of_two_overlapping_reads_ends() -> None:
+    first, second = collector_paused(), collector_paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the second read still holds it off
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
 def test_a_collector_the_program_turned_off_stays_off() -> None:
     gc.disable()
     try:

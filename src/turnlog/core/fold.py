@@ -415,10 +415,7 @@ class Fold(OpenTurnQuestions):
             return
         turn.closed_steps.add(turn.open_step.seq)
         turn.open_step = None
-        if data.outcome == "paused" and any(
-            c.pause is not None and c.dispatch is None and not c.answered
-            for c in turn.calls.values()
-        ):
+        if data.outcome == "paused" and any(c.waiting for c in turn.calls.values()):
             # The model spoke while a call waited (a framework that reads a
             # pending reply to the model) and the step stopped on that pause
             # again: the turn is held until its next step, as at the pause.
