@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         AssistantMessage,
         Compaction,
         Custom,
+        EngineRun,
         SystemMessage,
         ToolCall,
         ToolResult,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from turnlog.ops.revival import Revival, revive
     from turnlog.runtime.approvals import Approve, Deliver, Reject
     from turnlog.runtime.async_loop import AsyncLog, aopen, arun_turn
+    from turnlog.runtime.at_most_once import at_most_once
     from turnlog.runtime.loop import AgentSpec, Reply, Tool, continue_run, run_turn
     from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store, open_store
 
@@ -95,6 +97,9 @@ _HOMES: dict[str, str] = {
     "Approve": "turnlog.runtime.approvals",
     "Reject": "turnlog.runtime.approvals",
     "Deliver": "turnlog.runtime.approvals",
+    # Under a durable-execution engine: each tool call at most once.
+    "EngineRun": "turnlog.events",
+    "at_most_once": "turnlog.runtime.at_most_once",
     # Where sessions live.
     "open_store": "turnlog.stores",
     "Store": "turnlog.stores",
@@ -279,6 +284,7 @@ __all__ = [
     "CorruptLogError",
     "Custom",
     "Deliver",
+    "EngineRun",
     "FormatError",
     "Inspection",
     "JSONLStore",
@@ -310,6 +316,7 @@ __all__ = [
     "__version__",
     "aopen",
     "arun_turn",
+    "at_most_once",
     "continue_run",
     "inspect",
     "is_finished",

@@ -196,6 +196,18 @@ class WriteOrderError(UsageError):
     )
 
 
+class ReplayDivergedError(TurnlogError):
+    """An engine run, executed again after a crash, wrote other than what the
+    log holds from its first execution: the workflow is not deterministic, or
+    someone else wrote to its session."""
+
+    hint = (
+        "an engine replays a workflow from the top, so its turnlog writes must come in "
+        "the same order with the same content; recover the session by hand "
+        "(`turnlog recover SESSION`) if the engine has given the run up"
+    )
+
+
 class InvalidSessionIdError(UsageError):
     """A session id that could escape the store or is not portable."""
 

@@ -77,6 +77,14 @@ class SpawnedBy(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     agent_id: str | None = None
 
 
+class EngineRun(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False, frozen=True):
+    """The durable-execution engine run (a DBOS or Temporal workflow, a Prefect
+    flow run) that owns a turn: the engine restarts it, never turnlog."""
+
+    engine: str
+    run_id: str
+
+
 class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """One call an assistant message asks for. `extra` keeps provider-only opaque
     fields (a Gemini thought signature, say) verbatim."""
@@ -143,6 +151,9 @@ class ToolResult(_Data):
     # transcript (compacted away, or never asked for): kept for the record,
     # never shown to a model, since a provider rejects a result for no call.
     orphaned: bool = False
+    # The body ran again after a crash left its dispatch unanswered: an
+    # idempotent tool's opt-in under an engine (`turnlog.at_most_once`).
+    rerun: bool = False
 
 
 class TurnStart(_Data):
@@ -156,6 +167,9 @@ class TurnStart(_Data):
     # reader knows what the session still owes without reading back to the
     # spawns.
     reports_owed: list[str] | None = None
+    # The engine run that owns the turn: after a crash the engine runs it
+    # again from the top, so `sweep` leaves the turn to it.
+    engine_run: EngineRun | None = None
 
 
 class TurnEnd(_Data):

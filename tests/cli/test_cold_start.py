@@ -153,7 +153,7 @@ def test_every_name_in_all_resolves_without_a_warning() -> None:
 
 
 def test_the_top_level_is_the_short_list() -> None:
-    assert len(turnlog.__all__) == len(set(turnlog.__all__)) == 50
+    assert len(turnlog.__all__) == len(set(turnlog.__all__)) == 52
     assert set(turnlog.__all__) == {*turnlog._HOMES, "__version__"}
     assert not set(turnlog._HOMES) & set(turnlog._MOVED)
     for name in ("open", "aopen", "Log", "ToolCall", "inspect", "recover", "revive", "plan"):

@@ -68,6 +68,10 @@ def sessions_in_every_state(tmp_path: Path) -> JSONLStore:
     put(store, crashed_session("capped"))
     crashed_again(store, "capped")
     put(store, paused_session("paused"))
+    with turnlog.open(store, "engine", engine_run=ev.EngineRun(engine="dbos", run_id="wf")) as log:
+        log.begin_turn()
+        log.user("pay")
+        log.close()  # the worker dies inside the engine's turn
     write_session(root / "idle.jsonl", [ev.UserMessage(content="hi")])
     write_session(
         root / "finished.jsonl",
@@ -99,6 +103,7 @@ def inspections(store: JSONLStore) -> Iterator[Inspection]:
         "crashed",
         "told",
         "paused",
+        "engine",
         "idle",
         "owing",
         "finished",
@@ -134,6 +139,7 @@ def test_refusal(tmp_path: Path) -> None:
         ("capped", 1),
         ("crashed", 3),
         ("paused", 3),
+        ("engine", 3),
     ]:
         with turnlog.open(store, session_id) as log:
             seen.add(refusal(log.verdict(), cap))
@@ -154,6 +160,7 @@ def test_revival_reason(tmp_path: Path) -> None:
             ("missing", 3),
             ("damaged", 3),
             ("paused", 3),
+            ("engine", 3),
         ]
     }
     with turnlog.open(store, "idle"):
@@ -231,6 +238,7 @@ def test_tree_decision_and_outcome(tmp_path: Path) -> None:
         ("crashed", 0),
         ("capped", 1),
         ("paused", 3),
+        ("engine", 3),
     ]:
         with revive_tree(store, session_id, max_revivals=cap) as tree:
             nodes += tree.nodes

@@ -353,6 +353,7 @@ class Fold(OpenTurnQuestions):
             self._owed_from_stamp(data.reports_owed)
         earlier = self._turn
         self._turn = MutableTurn(event.seq, data.turn)
+        self._turn.engine_run = data.engine_run
         if event.origin == _IMPORT:
             # A turn read from another tool's file: its writer did not
             # dispatch ahead, so the turn proves nothing about which of its

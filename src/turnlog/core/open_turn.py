@@ -79,6 +79,9 @@ class OpenTurn(msgspec.Struct, frozen=True, kw_only=True):
     # a resume even once every pause is decided (a rejection answers its call
     # at once, and the model has not read it yet).
     held: bool = False
+    # The engine run that owns the turn (`turn_start.engine_run`): it, not
+    # turnlog, runs the turn again after a crash.
+    engine_run: ev.EngineRun | None = None
 
     @property
     def owed(self) -> tuple[CallSighting, ...]:
@@ -163,6 +166,7 @@ class MutableTurn:
         "calls",
         "closed_steps",
         "dispatched_any",
+        "engine_run",
         "floor",
         "held",
         "open_step",
@@ -187,6 +191,7 @@ class MutableTurn:
         self.result_without_dispatch = False
         self.stray_dispatch = False
         self.held = False
+        self.engine_run: ev.EngineRun | None = None
         self.calls: dict[str, MutableCall] = {}
         self.spawns: dict[str, ev.SubagentSpawned] = {}
 
@@ -206,6 +211,7 @@ class MutableTurn:
             result_without_dispatch=self.result_without_dispatch,
             stray_dispatch=self.stray_dispatch,
             held=self.held,
+            engine_run=self.engine_run,
             calls=tuple(
                 CallSighting(
                     call_id=call_id,

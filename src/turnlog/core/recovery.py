@@ -95,6 +95,21 @@ def result_text(call: CallSighting, risk: Risk, rule: str) -> str:
     return _UNKNOWN_TEXT.format(what=what)
 
 
+def crashed_call_result(call: CallSighting) -> ev.ToolResult:
+    """R1 for one call an engine runs again after its worker died inside it:
+    the call's dispatch is durable and no result followed. Written with
+    origin `recovery` where the run meets the call again, in the turn the
+    engine carries on (`turnlog.at_most_once`)."""
+    return ev.ToolResult(
+        call_id=call.call_id,
+        name=call.name,
+        content=result_text(call, Risk.OUTCOME_UNKNOWN, "R1"),
+        is_error=True,
+        risk=Risk.OUTCOME_UNKNOWN.value,
+        rule="R1",
+    )
+
+
 def _close_turn(
     turn: OpenTurn,
     *,

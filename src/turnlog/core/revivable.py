@@ -11,7 +11,7 @@ from turnlog.errors import UsageError
 DEFAULT_MAX_REVIVALS: Final = 3
 
 #: Why a session may not be revived (`refusal`).
-Refusal = Literal["empty", "finished", "paused", "revival_disabled", "revival_cap"]
+Refusal = Literal["empty", "finished", "paused", "engine_run", "revival_disabled", "revival_cap"]
 
 
 def check_max_revivals(value: object) -> int:
@@ -76,6 +76,10 @@ def refusal(found: Verdict, max_revivals: int, *, told: bool = False) -> Refusal
         # A paused run waits for decisions; it did not crash. Reviving it
         # would tell the model a lie and spend the cap on a pause.
         return "paused"
+    if found.open_turn is not None and found.open_turn.engine_run is not None:
+        # A durable engine owns the turn and runs it again itself: a revival
+        # by turnlog would be a second run of the same work.
+        return "engine_run"
     if found.finished:
         return "finished"
     if max_revivals == 0:

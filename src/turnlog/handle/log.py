@@ -19,10 +19,12 @@ from turnlog.core.open_turn import OpenTurn
 from turnlog.core.pauses import Awaiting
 from turnlog.core.recovery import Plan, plan_verdict
 from turnlog.core.verdict import Verdict, decide
+from turnlog.errors import UsageError
 from turnlog.events import Content, Event, EventData, IdempotencyValue, P, ToolCall
 from turnlog.handle import pauses, turns
 from turnlog.handle.blocks import DispatchBlock, StepBlock, TurnBlock
 from turnlog.handle.dispatch import Dispatch, begin_dispatch, end_dispatch
+from turnlog.handle.engine_runs import check_engine_run, write_for
 from turnlog.handle.opening import open_session
 from turnlog.handle.selfcheck import recovery_exports
 from turnlog.handle.state import HandleState, Turn
@@ -467,10 +469,21 @@ def open_handle(
     spawned_by: ev.SpawnedBy | None = None,
     meta: dict[str, Any] | None = None,
     recover: bool = False,
+    engine_run: ev.EngineRun | None = None,
+    replay: bool = True,
 ) -> Log:
     """The handle `turnlog.open` makes, recovered when `recover` says so; a
     revival, which is built on the handle, is `turnlog.open`'s to run
-    (`turnlog.ops.open`)."""
+    (`turnlog.ops.open`). With `engine_run`, it writes for that run
+    (`turnlog.handle.engine_runs`)."""
+    if engine_run is not None:
+        check_engine_run(engine_run)
+        if recover:
+            raise UsageError(
+                "a session opened for an engine run is never recovered on open",
+                hint="the engine runs the workflow again; its tool calls answer themselves "
+                "through turnlog.at_most_once",
+            )
     opened = open_session(target, session_id, create, durability, agent, parent, spawned_by, meta)
     try:
         log = Log(
@@ -479,6 +492,12 @@ def open_handle(
     except BaseException:
         opened.writer.close()
         raise
+    if engine_run is not None:
+        try:
+            write_for(log.held, engine_run, replay=replay)
+        except BaseException:
+            log.close()
+            raise
     if log.crashed and recover:
         try:
             log.recover()

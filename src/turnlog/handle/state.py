@@ -12,6 +12,7 @@ from turnlog.core.clock import utc_now
 from turnlog.core.crashed import crashed_error, is_repair
 from turnlog.core.durability import Durability, check_durability, must_sync
 from turnlog.core.fold import Fold
+from turnlog.core.replay import Replay
 from turnlog.core.revivable import awaiting_children
 from turnlog.core.write_order import ORDER_RULES, order_error
 from turnlog.errors import TurnlogError, UsageError
@@ -55,10 +56,12 @@ class HandleState:
     __slots__ = (
         "crashed",
         "durability",
+        "engine_run",
         "fold",
         "lock",
         "never_sync",
         "owed_sync",
+        "replay",
         "session_id",
         "store",
         "subscribers",
@@ -109,6 +112,12 @@ class HandleState:
         # A paused turn is not one either: its calls wait, on purpose, for
         # decisions another process may record.
         self.crashed = fold.turn_open and not fold.paused and not awaiting_children(fold)
+        # The engine run this handle writes for (`turnlog.handle.engine_runs`),
+        # and, while that run is executed again after a crash, the writes it
+        # made before, met again instead of written twice. A replay routes
+        # every write through the `crashed` branch of `append`, off the hot path.
+        self.engine_run: ev.EngineRun | None = None
+        self.replay: Replay | None = None
 
     # -- reading -------------------------------------------------------------------
 
@@ -146,6 +155,7 @@ class HandleState:
                 turn=fold.last_turn_number + 1,
                 revivals=fold.revivals,
                 reports_owed=owed if owed else None,
+                engine_run=self.engine_run,
             )
 
     # -- writing -------------------------------------------------------------------
@@ -159,6 +169,29 @@ class HandleState:
         if self.crashed and not is_repair(data, origin):
             where = self.store.location(self.session_id) or self.session_id
             raise crashed_error(self.session_id, where)
+
+    def replayed(self, data: EventData, origin: str | None) -> Event | None:
+        """While an engine run is replayed: the stored event this write is made
+        again as. None once the replay is done, which ends it: the run then
+        carries on in its own turn, never a crashed one."""
+        replay = self.replay
+        if replay is None:
+            return None
+        found = replay.match(data, origin)
+        if found is None:
+            self.replay = None
+            self.crashed = self.crashed_for_engine()
+        return found
+
+    def crashed_for_engine(self) -> bool:
+        """Crashed, unless the open turn is this handle's engine run's own."""
+        fold = self.fold
+        if self.replay is not None:
+            return True
+        turn = fold.open_turn
+        if turn is not None and self.engine_run is not None and turn.engine_run == self.engine_run:
+            return False
+        return fold.turn_open and not fold.paused and not awaiting_children(fold)
 
     def append(
         self,
@@ -178,6 +211,10 @@ class HandleState:
             if writer is None:
                 writer = self.require_writer()
             if self.crashed:
+                if self.replay is not None:
+                    found = self.replayed(data, origin)
+                    if found is not None:
+                        return found  # type: ignore[return-value]
                 self.refuse_if_crashed(data, origin)
             fold = self.fold
             rule = ORDER_RULES.get(type(data))
@@ -220,6 +257,8 @@ class HandleState:
         """Append payloads as one batch (one write, at most one sync)."""
         with self.lock:
             writer = self.require_writer()
+            if self.replay is not None:
+                return self._replay_many(items, origin, sync, allow_undispatched)
             for data in items:
                 self.refuse_if_crashed(data, origin)
             check_batch(self.fold, items, origin, allow_undispatched)
@@ -231,6 +270,31 @@ class HandleState:
             ]
             self.write(writer, batch, sync)
             return batch
+
+    def _replay_many(
+        self,
+        items: Sequence[EventData],
+        origin: str | None,
+        sync: bool | None,
+        allow_undispatched: bool,
+    ) -> list[Event]:
+        """A batch made again while replaying: what the log holds is met, and
+        what comes after the replay's end is written as one batch."""
+        met: list[Event] = []
+        rest = list(items)
+        while rest:
+            found = self.replayed(rest[0], origin)
+            if found is None:
+                break
+            met.append(found)
+            rest.pop(0)
+        if rest:
+            met.extend(
+                self.append_many(
+                    rest, origin=origin, sync=sync, allow_undispatched=allow_undispatched
+                )
+            )
+        return met
 
     def write(self, writer: StoreWriter, batch: list[Event], sync: bool | None) -> None:
         """Write events already checked and numbered, fold what landed, and

@@ -130,9 +130,10 @@ def repair(log: Log, *, recover: bool = False, revive: bool = False) -> None:
             # Also for a session recovered already (by `turnlog recover` or a
             # sweep) and not yet told: the model learns its process died, as
             # `turnlog revive` tells it. A healthy session is left as it is.
-            from turnlog.ops.revival import revive as revive_log
+            from turnlog.ops.revival import refuse_engine_owned, revive as revive_log
 
             revived = revive_log(log)
+            refuse_engine_owned(revived)
             capped = revived.reason in ("revival_cap", "revival_disabled")
             if not revived.revived and capped and log.crashed:
                 # The cap exists to stop a crash loop; a handle that falls back

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from turnlog import events as ev
 from turnlog.core.damage import Problem, TornTail
 from turnlog.core.pauses import Awaiting
 from turnlog.core.revivable import (
@@ -49,9 +50,11 @@ InspectionReason = Literal[
 _Stateless = Literal["empty", "corrupt", "unreadable"]
 
 
-class OpenTurnRef(msgspec.Struct, frozen=True, kw_only=True):
+class OpenTurnRef(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     seq: int
     turn: int | None
+    # The durable engine's run that owns the turn, which the engine restarts.
+    engine_run: ev.EngineRun | None = None
 
 
 class Inspection(msgspec.Struct, frozen=True, kw_only=True):
@@ -180,7 +183,9 @@ def inspect(
         reason=reason,
         events=found.next_seq,
         turns=folder.last_turn or 0,
-        open_turn=OpenTurnRef(seq=turn.seq, turn=turn.turn) if turn is not None else None,
+        open_turn=OpenTurnRef(seq=turn.seq, turn=turn.turn, engine_run=turn.engine_run)
+        if turn is not None
+        else None,
         owed_calls=found.owed,
         awaiting=found.awaiting,
         revivals=found.revivals,

@@ -15,9 +15,10 @@ from typing import Any
 
 from turnlog import events as ev
 from turnlog.core.durability import Durability
+from turnlog.errors import UsageError
 from turnlog.handle.async_log import AsyncLog
 from turnlog.handle.log import Log, open_handle
-from turnlog.ops.revival import revive as revive_log
+from turnlog.ops.revival import refuse_engine_owned, revive as revive_log
 from turnlog.stores.base import Store
 from turnlog.stores.holders import OPENED_AT, caller_site
 
@@ -34,6 +35,8 @@ def open(
     meta: dict[str, Any] | None = None,
     recover: bool = False,
     revive: bool = False,
+    engine_run: ev.EngineRun | None = None,
+    replay: bool = True,
 ) -> Log:
     """Open a session for writing, creating it if needed.
 
@@ -48,7 +51,19 @@ def open(
     mark the revival, tell the model), within the default revival cap. A
     paused session opens as it is, never crashed; with either flag, its
     pauses past their deadline are settled as not run (A2).
+
+    `engine_run` opens the session for a durable-execution engine's run
+    (docs/engines.md): its turns are stamped with the run, and the run, run
+    again by the engine after a crash, meets its earlier writes instead of
+    writing them twice (`replay=False` for a handle inside one step, which
+    writes only its own tool calls). The engine restarts such a run, so it is
+    never recovered or revived on open.
     """
+    if engine_run is not None and revive:
+        raise UsageError(
+            "a session opened for an engine run is never revived on open",
+            hint="the engine runs the workflow again; drop revive=True",
+        )
     log = open_handle(
         target,
         session_id,
@@ -59,13 +74,15 @@ def open(
         spawned_by=spawned_by,
         meta=meta,
         recover=recover and not revive,
+        engine_run=engine_run,
+        replay=replay,
     )
     # Also a session recovered already (by `turnlog recover` or a sweep) and
     # not yet told is revived, as `turnlog revive` revives it; a healthy
     # session is left as it is.
     try:
         if revive:
-            revive_log(log)
+            refuse_engine_owned(revive_log(log))
             if log.crashed:  # not revived (past the cap): recovery still closes the turn
                 log.recover()
         if (recover or revive) and log.awaiting:

@@ -25,6 +25,7 @@ from turnlog.errors import (
     CorruptLogError,
     FormatError,
     SessionHeldHereError,
+    SessionInterruptedError,
     SessionLockedError,
     SessionNotFoundError,
     StoreIOError,
@@ -193,6 +194,13 @@ def _revive(
         hint = None
         if found.open_turn is not None and reason in ("revival_cap", "revival_disabled"):
             hint = _CAP_HINT.format(session=log.store.location(log.session_id) or log.session_id)
+        if reason == "engine_run" and found.open_turn is not None:
+            owner = found.open_turn.engine_run
+            assert owner is not None
+            hint = (
+                f"the turn belongs to {owner.engine} run {owner.run_id}, which the engine "
+                "runs again; if the engine has given it up, `turnlog recover` closes the turn"
+            )
         return Revival(
             revived=False,
             reason=reason,
@@ -245,3 +253,13 @@ def _revive(
         session_id=log.session_id,
         pending=tuple(waits[call_id] for call_id in pending),
     )
+
+
+def refuse_engine_owned(revived: Revival) -> None:
+    """Raise for a revival refused because a durable engine owns the turn: an
+    opener asking to revive must not fall back to closing the engine's turn."""
+    if revived.reason == "engine_run":
+        raise SessionInterruptedError(
+            f"session {revived.session_id!r} crashed inside a turn a durable engine owns",
+            hint=revived.hint,
+        )

@@ -100,6 +100,13 @@ def sweep(
                     reason += f": {found.problems[0].message}"
                 out.append(Swept(session_id=session_id, action="skipped", reason=reason))
             continue
+        owner = found.open_turn.engine_run if found.open_turn is not None else None
+        if owner is not None:
+            # The engine recovers its own runs (turnlog.at_most_once answers
+            # the calls a crash cut short when the run meets them again).
+            reason = f"owned by {owner.engine} run {owner.run_id}: the engine runs it again"
+            out.append(Swept(session_id=session_id, action="skipped", reason=reason))
+            continue
         young = _too_young(found.last_activity, now, older_than_s)
         if young is not None:
             out.append(Swept(session_id=session_id, action="skipped", reason=young))
