@@ -141,7 +141,7 @@ def main() -> None:
                 # Another executor's workflows, as DBOS's fail-over recovers
                 # them when that worker is gone.
                 DBOS._recover_pending_workflows([MODE.split(":", 1)[1]])
-            print(DBOS.retrieve_workflow(WORKFLOW).get_result())
+            print(DBOS.retrieve_workflow(WORKFLOW).get_result(polling_interval_sec=0.05))
     finally:
         DBOS.destroy()
 
