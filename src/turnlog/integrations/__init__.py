@@ -315,6 +315,44 @@ class HistoryMismatchWarning(UserWarning):
 # append it leads to are one step.
 
 
+#: The durable engines whose current run a hook can name itself (tested
+#: with each): DBOS runs the agent's hooks in its workflow, in-process.
+ENGINES = ("dbos",)
+
+
+def check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise UsageError(
+            f"unknown engine {engine!r}; a hook names the runs of {', '.join(ENGINES)}",
+            hint="under Temporal, whose workflow code may not write files, guard each tool "
+            "inside its activity with turnlog.at_most_once (docs/engines.md)",
+        )
+
+
+def engine_run_id(engine: str) -> str:
+    """The id of the engine's run this code runs in (the DBOS workflow).
+    Raises outside one: a run the engine does not own
+    could not be found again after a crash."""
+    run_id: str | None = None
+    if engine == "dbos":
+        from dbos import DBOS
+
+        run_id = DBOS.workflow_id
+    if not run_id:
+        raise UsageError(
+            f"the run is not inside a {engine} workflow",
+            hint=f"run the agent inside the {engine} workflow (or flow) that owns it",
+        )
+    return str(run_id)
+
+
+def begin_turn_if_none(log: Log) -> None:
+    """Open a turn unless one is open."""
+    with log.lock:
+        if not log.turn_open:
+            log.append(log.next_turn_start())
+
+
 def begin_step(log: Log, *, open_step: bool = True) -> None:
     """A model request is about to be made: a turn if none is open, the open
     step ended, the next one started (or only ensured, with `open_step=False`,

@@ -15,11 +15,12 @@ so the run resumes with the call answered instead of running the tool again.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from pydantic_ai import DeferredToolRequests, messages as pm
 from pydantic_ai.capabilities import AbstractCapability
@@ -28,18 +29,21 @@ from pydantic_ai.exceptions import ModelRetry, SkipToolExecution, ToolFailed
 from turnlog import events as ev
 from turnlog.core.fold import Message
 from turnlog.errors import UsageError
-from turnlog.events import ToolCall
+from turnlog.events import EngineRun, IdempotencyValue, ToolCall
 from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
     HistoryCheck,
     acquire,
     begin_step,
+    begin_turn_if_none,
+    check_engine,
     check_history,
     check_history_mode,
     check_idempotency_map,
     dispatch_ahead,
     end_turn,
+    engine_run_id,
     fail_run,
     refuse_interrupted,
     refuse_unfinished,
@@ -53,7 +57,9 @@ from turnlog.integrations.pydantic_ai_pauses import (
     pause_deferred,
     record_decisions,
 )
+from turnlog.ops.open import open as open_session
 from turnlog.runtime.async_loop import AsyncLog
+from turnlog.runtime.at_most_once import begin_once
 from turnlog.stores import Store
 from turnlog.text import display_text, foreign_text
 
@@ -82,6 +88,11 @@ class TurnlogCapability(AbstractCapability[Any]):
     recover: bool = False
     revive: bool = False
     history: HistoryCheck = "warn"
+    # A durable engine that runs the agent ("dbos"): each run
+    # writes for the engine's run, so a run the engine executes again after a
+    # crash meets its earlier writes, and a tool call a crash cut short is
+    # answered R1 instead of running again (docs/engines.md).
+    engine: str | None = None
     _log: AsyncLog | None = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     # The prompt of each run in progress (by run id), written with the run's
@@ -92,6 +103,13 @@ class TurnlogCapability(AbstractCapability[Any]):
     def __post_init__(self) -> None:
         self.idempotency = check_idempotency_map(self.idempotency)
         check_history_mode(self.history)
+        if self.engine is not None:
+            check_engine(self.engine)
+            if self.recover or self.revive:
+                raise UsageError(
+                    "a capability under a durable engine never recovers or revives on open",
+                    hint="the engine runs the agent again after a crash; drop recover/revive",
+                )
 
     @property
     def log(self) -> AsyncLog:
@@ -145,6 +163,26 @@ class TurnlogCapability(AbstractCapability[Any]):
     # -- the hooks ------------------------------------------------------------------------
 
     async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
+        if self.engine is None:
+            return await self._wrap_run(ctx, handler)
+        # One handle per engine run: the engine may run it again from the top.
+        run = EngineRun(engine=self.engine, run_id=engine_run_id(self.engine))
+        handle = await asyncio.to_thread(
+            open_session,
+            self.target,
+            self.session_id,
+            durability=self.durability,  # type: ignore[arg-type]
+            engine_run=run,
+        )
+        self._log = AsyncLog(handle)
+        self.session_id = handle.session_id
+        try:
+            return await self._wrap_run(ctx, handler)
+        finally:
+            log, self._log = self._log, None
+            await log.close()
+
+    async def _wrap_run(self, ctx: Any, handler: Any) -> Any:
         log = self.log
         before = _open_turn_seq(log.log)
         try:
@@ -193,6 +231,10 @@ class TurnlogCapability(AbstractCapability[Any]):
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         prompt = self._prompts.pop(str(getattr(ctx, "run_id", "")), None)
         if prompt is not None:
+            if self.engine is not None:
+                # An engine run's writes start with its turn: the turn is
+                # stamped with the run, and a replay is found from it.
+                await self.log.call_light(begin_turn_if_none, self.log.log)
             await self.log.user(prompt)
         messages = list(getattr(ctx, "messages", None) or [])
         await self.log.call_light(_settle_and_step, self.log.log, messages)
@@ -223,6 +265,8 @@ class TurnlogCapability(AbstractCapability[Any]):
         # history saved before their results): one the log has answered, by
         # the tool or by recovery, is handed that answer and not run again.
         log = self.log
+        if self.engine is not None:
+            return await self._before_tool_once(call, tool_def, args)
         owed = await log.call_light(owed_here, log.log, call.tool_call_id)
         answer = None if owed else await log.call(recorded_answer, log.log, call.tool_call_id)
         if answer is not None:
@@ -239,6 +283,23 @@ class TurnlogCapability(AbstractCapability[Any]):
         )
         await self.log.append(dispatch, sync=True)
         return args
+
+    async def _before_tool_once(self, call: Any, tool_def: Any, args: Any) -> Any:
+        """Under an engine: the call runs at most once across the engine's
+        executions of the run; one a crash cut short is answered R1."""
+        idempotency = tool_idempotency(
+            call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
+        )
+        guarded = ToolCall(id=call.tool_call_id, name=call.tool_name)
+        start = await self.log.call(
+            begin_once, self.log.log, guarded, cast(IdempotencyValue | None, idempotency)
+        )
+        answer = start.answer
+        if answer is None:
+            return args
+        if answer.is_error:
+            raise ToolFailed(answer.content)
+        raise SkipToolExecution(answer.content)
 
     # Pydantic AI runs an output tool's call itself: its arguments are
     # validated, then the output function (user code, which may charge a

@@ -124,36 +124,39 @@ def _answer_of(result: ev.ToolResult, *, ran: bool, origin: str | None = None) -
 
 
 @dataclass(frozen=True)
-class _Start:
+class Start:
     """What the guard found before the body: an answer, or leave to run."""
 
     answer: Answer | None
     rerun: bool = False
 
 
-def _start(log: Log, call: ToolCall, idempotency: IdempotencyValue | None, rerun: bool) -> _Start:
+def begin_once(
+    log: Log, call: ToolCall, idempotency: IdempotencyValue | None, rerun: bool = False
+) -> Start:
+    """The guard's first half, for a framework that runs the body itself (a
+    tool hook): an answer to hand back in place of running it, or none, with
+    the dispatch durable: run the body and record its result."""
     with log.lock:
         recorded = _recorded(log, call.id)
         if recorded is not None:
-            return _Start(recorded)
+            return Start(recorded)
         sighting = _sighting(log, call.id)
         if sighting is not None and sighting.dispatch is not None and not sighting.answered:
             # The dispatch is durable and nothing answered it: a worker died
             # inside the body, and the engine runs the step again.
             if rerun:
-                return _Start(None, rerun=True)
+                return Start(None, rerun=True)
             result = crashed_call_result(sighting)
             log.append(result, origin=Origin.RECOVERY.value)
-            return _Start(_answer_of(result, ran=False, origin=Origin.RECOVERY.value))
+            return Start(_answer_of(result, ran=False, origin=Origin.RECOVERY.value))
         log.append(
             ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency), sync=True
         )
-        return _Start(None)
+        return Start(None)
 
 
-def _finish(
-    log: Log, call: ToolCall, start: _Start, output: Any, error: Exception | None
-) -> Answer:
+def _finish(log: Log, call: ToolCall, start: Start, output: Any, error: Exception | None) -> Answer:
     if error is not None:
         content, is_error = tool_error_text(error), True
     else:
@@ -194,7 +197,7 @@ def at_most_once(
     handle opened for the engine run (`turnlog.open(..., engine_run=...)`).
     """
     _check(call, idempotency, rerun)
-    start = _start(log, call, idempotency, rerun)
+    start = begin_once(log, call, idempotency, rerun)
     if start.answer is not None:
         return start.answer
     try:
@@ -217,7 +220,7 @@ async def aat_most_once(
 ) -> Answer:
     """`at_most_once` for asyncio: `body` is awaited, the writes run off the loop."""
     _check(call, idempotency, rerun)
-    start = await log.call(_start, log.log, call, idempotency, rerun)
+    start = await log.call(begin_once, log.log, call, idempotency, rerun)
     if start.answer is not None:
         return start.answer
     try:

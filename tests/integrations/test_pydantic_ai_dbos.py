@@ -1,0 +1,76 @@
+"""Pydantic AI's DBOSDurability with TurnlogCapability(engine="dbos"): DBOS's recovery replays the agent, and no tool runs twice.
+
+Before the engine mode, the capability wrote the prompt and the call again
+on DBOS's replay, dispatched a call the log had answered, and let the tool
+run again: twice after one kill, three times after two.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos")
+pytest.importorskip("pydantic_ai")
+
+import turnlog
+from builders import assert_exports_valid
+from turnlog import events as ev
+from turnlog.stores import JSONLStore
+
+PROGRAM = Path(__file__).resolve().parents[1] / "pydantic_dbos_program.py"
+
+
+def run(mode: str, work: Path, kill: str) -> int:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(PROGRAM),
+            mode,
+            str(work / "store"),
+            f"sqlite:///{work / 'sys.db'}",
+            kill,
+            str(work),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode in (0, -signal.SIGKILL), done.stderr[-3000:]
+    if done.returncode == 0:
+        assert done.stdout.strip() == "sent", done.stdout
+    return done.returncode
+
+
+@pytest.mark.parametrize(
+    "kills", [["tool"], ["model2"], ["tool", "model2"]], ids=lambda k: "+".join(k)
+)
+def test_dbos_replay_of_the_agent_runs_the_tool_once(kills: list[str], tmp_path: Path) -> None:
+    mode = "START"
+    for kill in kills:
+        assert run(mode, tmp_path, kill) == -signal.SIGKILL
+        mode = "RECOVER"
+    assert run("RECOVER", tmp_path, "none") == 0
+    assert (tmp_path / "tools.log").read_text().splitlines() == ["send_money bob"]
+    store = JSONLStore(tmp_path / "store")
+    events = list(store.iter_events("s1"))
+    types = Counter(type(e.data).__name__ for e in events)
+    assert types["TurnStart"] == types["UserMessage"] == types["ToolDispatch"] == 1, types
+    assert types["ToolResult"] == 1 and types["TurnEnd"] == 1, types
+    (result,) = [e for e in events if isinstance(e.data, ev.ToolResult)]
+    last_request = json.loads((tmp_path / "model.jsonl").read_text().splitlines()[-1])
+    if kills[0] == "tool":
+        # Killed inside the tool: R1, and the model's next request says so.
+        assert result.data.rule == "R1" and result.origin == "recovery"
+        assert "NOT been retried" in last_request[0]
+    else:
+        assert result.data.content == "sent to bob"
+        assert last_request == ["sent to bob"]
+    with turnlog.open(store, "s1") as log:
+        assert_exports_valid(log.messages)
