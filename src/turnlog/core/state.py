@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from turnlog import events as ev
@@ -29,6 +31,21 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=
     kind: str | None = None
     # A notice's preferred role where a provider has one in the conversation.
     render_as: str | None = None
+
+
+def newest_answer(messages: Sequence[Message], call_id: str) -> Message | None:
+    """The result the transcript holds for the newest request of `call_id`;
+    None while that request is unanswered, or when it was never asked for.
+
+    Call ids can repeat across turns, so only the newest request counts: the
+    transcript places each result right after the message that asked for its
+    call, and the newest entry naming the call decides."""
+    for message in reversed(messages):
+        if message.role == "tool" and message.call_id == call_id:
+            return message
+        if message.role == "assistant" and any(call.id == call_id for call in message.tool_calls):
+            return None
+    return None
 
 
 class BackgroundChild(msgspec.Struct, frozen=True, kw_only=True):

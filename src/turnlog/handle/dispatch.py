@@ -28,7 +28,11 @@ class Dispatch:
         self.seq = seq
         self.answered = False
 
-    def result(self, content: Content, *, is_error: bool = False) -> Event[ev.ToolResult]:
+    def result(
+        self, content: Content, *, is_error: bool = False, rerun: bool = False
+    ) -> Event[ev.ToolResult]:
+        """Record the call's answer. `rerun`: the body ran again after a crash
+        left this dispatch unanswered (an idempotent tool's opt-in)."""
         with self._held.lock:
             if self.answered:
                 raise UsageError(f"call {self.call.id!r} already has a result")
@@ -40,11 +44,21 @@ class Dispatch:
                 )
             event = self._held.append(
                 ev.ToolResult(
-                    call_id=self.call.id, name=self.call.name, content=content, is_error=is_error
+                    call_id=self.call.id,
+                    name=self.call.name,
+                    content=content,
+                    is_error=is_error,
+                    rerun=rerun,
                 )
             )
             self.answered = True
             return event
+
+
+_AT_MOST_ONCE_HINT = (
+    "an engine runs a step again after a crash: run its tool call through "
+    "turnlog.at_most_once, which answers it instead of running it twice"
+)
 
 
 def begin_dispatch(
@@ -90,6 +104,8 @@ def dispatch_payload(held: HandleState, call: ToolCall, payload: ev.ToolDispatch
     try:
         dispatched = held.append(payload)
     except WriteOrderError:
+        # Under an engine run, a dispatch written again is a step run again.
+        hint = _AT_MOST_ONCE_HINT if held.engine_run is not None else None
         with held.lock:
             fold = held.fold
             if not fold.turn_open:
@@ -99,9 +115,19 @@ def dispatch_payload(held: HandleState, call: ToolCall, payload: ev.ToolDispatch
             if fold.is_answered(call.id):
                 raise UsageError(
                     f"call {call.id!r} already has a result in this turn; "
-                    "tool calls are never replayed"
+                    "tool calls are never replayed",
+                    hint=hint,
                 ) from None
             if fold.is_dispatched(call.id):
-                raise UsageError(f"call {call.id!r} is already dispatched and running") from None
+                raise UsageError(
+                    f"call {call.id!r} is already dispatched and running", hint=hint
+                ) from None
         raise
+    if dispatched.data is not payload:
+        # An engine run's replay met this dispatch in the log: the body ran
+        # (or started) in an earlier execution and must not run again.
+        raise UsageError(
+            f"call {call.id!r} was dispatched by an earlier execution of this engine run",
+            hint=_AT_MOST_ONCE_HINT,
+        )
     return Dispatch(held, call, dispatched.seq)

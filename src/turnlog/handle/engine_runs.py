@@ -32,7 +32,6 @@ def write_for(held: HandleState, run: ev.EngineRun, *, replay: bool) -> None:
     executed again, meets its earlier writes one by one. Without it (a handle
     opened inside one step, which writes only its own tool calls), the handle
     only carries on the run's open turn."""
-    check_engine_run(run)
     with held.lock:
         held.engine_run = run
         if replay:
@@ -58,4 +57,4 @@ def write_for(held: HandleState, run: ev.EngineRun, *, replay: bool) -> None:
                 with collector_paused():
                     held.fold = Fold(events)
                 held.whole = True
-        held.crashed = held.crashed_for_engine()
+        held.crashed = held.is_crashed()

@@ -104,20 +104,13 @@ class HandleState:
         # sync: the sync is then owed, and done off the loop before its await
         # returns.
         self.owed_sync: bool | None = None
-        # Opened with a turn open and no other writer: the process that wrote
-        # it died mid-turn. Until recovery closes that turn, anything else
-        # would land inside it (a user message between a call and its result).
-        # A turn a tree revival left open for its children's answers is not
-        # one: the carry-on may run in a new process (`turnlog revive --tree`).
-        # A paused turn is not one either: its calls wait, on purpose, for
-        # decisions another process may record.
-        self.crashed = fold.turn_open and not fold.paused and not awaiting_children(fold)
         # The engine run this handle writes for (`turnlog.handle.engine_runs`),
         # and, while that run is executed again after a crash, the writes it
         # made before, met again instead of written twice. A replay routes
         # every write through the `crashed` branch of `append`, off the hot path.
         self.engine_run: ev.EngineRun | None = None
         self.replay: Replay | None = None
+        self.crashed = self.is_crashed()
 
     # -- reading -------------------------------------------------------------------
 
@@ -180,18 +173,31 @@ class HandleState:
         found = replay.match(data, origin)
         if found is None:
             self.replay = None
-            self.crashed = self.crashed_for_engine()
+            self.crashed = self.is_crashed()
         return found
 
-    def crashed_for_engine(self) -> bool:
-        """Crashed, unless the open turn is this handle's engine run's own."""
-        fold = self.fold
+    def is_crashed(self) -> bool:
+        """Opened with a turn open and no other writer: the process that wrote
+        it died mid-turn. Until recovery closes that turn, anything else would
+        land inside it (a user message between a call and its result).
+
+        A turn a tree revival left open for its children's answers is not
+        one: the carry-on may run in a new process (`turnlog revive --tree`).
+        A paused turn is not one either: its calls wait, on purpose, for
+        decisions another process may record. Nor is the turn of this
+        handle's engine run, once its replay is done: the run carries it on.
+        While a replay runs, every write goes through the `crashed` branch.
+        """
         if self.replay is not None:
             return True
-        turn = fold.open_turn
-        if turn is not None and self.engine_run is not None and turn.engine_run == self.engine_run:
+        fold = self.fold
+        if not fold.turn_open:
             return False
-        return fold.turn_open and not fold.paused and not awaiting_children(fold)
+        if self.engine_run is not None:
+            turn = fold.open_turn
+            if turn is not None and turn.engine_run == self.engine_run:
+                return False
+        return not fold.paused and not awaiting_children(fold)
 
     def append(
         self,

@@ -358,8 +358,7 @@ def begin_step(log: Log, *, open_step: bool = True) -> None:
     step ended, the next one started (or only ensured, with `open_step=False`,
     for items recorded outside the hooks)."""
     with log.lock:
-        if not log.turn_open:
-            log.append(log.next_turn_start())
+        begin_turn_if_none(log)
         turn = log.open_turn
         assert turn is not None
         if turn.open_step is not None:

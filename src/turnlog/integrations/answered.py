@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
+from turnlog.core.state import newest_answer
 from turnlog.errors import TurnlogError
 from turnlog.events import Origin
 from turnlog.handle.log import Log
@@ -56,27 +57,22 @@ def owed_here(log: Log, call_id: str) -> bool:
 
 def recorded_answer(log: Log, call_id: str) -> RecordedAnswer | None:
     """The result the log holds for the newest request of `call_id`; None
-    while that request is unanswered, or when the log never asked for it.
-
-    Call ids can repeat across turns, so only the newest request counts: the
-    transcript places each result right after the message that asked for its
-    call, and the newest entry naming the call decides."""
+    while that request is unanswered, or when the log never asked for it
+    (`turnlog.core.state.newest_answer`)."""
     with log.lock:
         messages = log.messages
-    for message in reversed(messages):
-        if message.role == "tool" and message.call_id == call_id:
-            return RecordedAnswer(
-                call_id=call_id,
-                name=message.name,
-                text=display_text(message.content),
-                is_error=message.is_error,
-                seq=message.seq,
-                origin=message.origin,
-                risk=message.risk,
-            )
-        if message.role == "assistant" and any(call.id == call_id for call in message.tool_calls):
-            return None
-    return None
+    message = newest_answer(messages, call_id)
+    if message is None:
+        return None
+    return RecordedAnswer(
+        call_id=call_id,
+        name=message.name,
+        text=display_text(message.content),
+        is_error=message.is_error,
+        seq=message.seq,
+        origin=message.origin,
+        risk=message.risk,
+    )
 
 
 def answer_before_dispatch(log: Log, call_id: str) -> RecordedAnswer | None:

@@ -15,12 +15,11 @@ so the run resumes with the call answered instead of running the tool again.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 from pydantic_ai import DeferredToolRequests, messages as pm
 from pydantic_ai.capabilities import AbstractCapability
@@ -29,7 +28,7 @@ from pydantic_ai.exceptions import ModelRetry, SkipToolExecution, ToolFailed
 from turnlog import events as ev
 from turnlog.core.fold import Message
 from turnlog.errors import UsageError
-from turnlog.events import EngineRun, IdempotencyValue, ToolCall
+from turnlog.events import ToolCall
 from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
@@ -43,7 +42,6 @@ from turnlog.integrations import (
     check_idempotency_map,
     dispatch_ahead,
     end_turn,
-    engine_run_id,
     fail_run,
     refuse_interrupted,
     refuse_unfinished,
@@ -51,15 +49,14 @@ from turnlog.integrations import (
     tool_idempotency,
 )
 from turnlog.integrations.answered import owed_here, recorded_answer
+from turnlog.integrations.pydantic_ai_engines import open_for_run, output_once, tool_once
 from turnlog.integrations.pydantic_ai_pauses import (
     acting_on_approval,
     drop_pauses,
     pause_deferred,
     record_decisions,
 )
-from turnlog.ops.open import open as open_session
 from turnlog.runtime.async_loop import AsyncLog
-from turnlog.runtime.at_most_once import begin_once
 from turnlog.stores import Store
 from turnlog.text import display_text, foreign_text
 
@@ -99,6 +96,8 @@ class TurnlogCapability(AbstractCapability[Any]):
     # first step: after the tools are checked, so a run refused for its tools
     # writes nothing.
     _prompts: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    # Under an engine: the output calls this execution of the run dispatched.
+    _outputs_dispatched: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.idempotency = check_idempotency_map(self.idempotency)
@@ -166,16 +165,9 @@ class TurnlogCapability(AbstractCapability[Any]):
         if self.engine is None:
             return await self._wrap_run(ctx, handler)
         # One handle per engine run: the engine may run it again from the top.
-        run = EngineRun(engine=self.engine, run_id=engine_run_id(self.engine))
-        handle = await asyncio.to_thread(
-            open_session,
-            self.target,
-            self.session_id,
-            durability=self.durability,  # type: ignore[arg-type]
-            engine_run=run,
-        )
-        self._log = AsyncLog(handle)
-        self.session_id = handle.session_id
+        self._log = await open_for_run(self.target, self.session_id, self.durability, self.engine)
+        self.session_id = self._log.log.session_id
+        self._outputs_dispatched.clear()
         try:
             return await self._wrap_run(ctx, handler)
         finally:
@@ -193,7 +185,10 @@ class TurnlogCapability(AbstractCapability[Any]):
             # Only a turn this run opened: a run refused for another run's
             # open turn must not close it. Synchronous on purpose: a
             # cancelled task may not get to await.
-            if _open_turn_seq(log.log) not in (None, before):
+            # Not while an engine run is replayed: the log holds that turn's
+            # end, or the run diverged and nothing more is written.
+            replaying = log.log.held.replay is not None
+            if _open_turn_seq(log.log) not in (None, before) and not replaying:
                 fail_run(log.log, exc)
             raise
         finally:
@@ -265,17 +260,18 @@ class TurnlogCapability(AbstractCapability[Any]):
         # history saved before their results): one the log has answered, by
         # the tool or by recovery, is handed that answer and not run again.
         log = self.log
+        idempotency = tool_idempotency(
+            call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
+        )
         if self.engine is not None:
-            return await self._before_tool_once(call, tool_def, args)
+            await tool_once(log, call, idempotency)
+            return args
         owed = await log.call_light(owed_here, log.log, call.tool_call_id)
         answer = None if owed else await log.call(recorded_answer, log.log, call.tool_call_id)
         if answer is not None:
             if answer.is_error:
                 raise ToolFailed(answer.text)
             raise SkipToolExecution(answer.text)
-        idempotency = tool_idempotency(
-            call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
-        )
         await log.call_light(acting_on_approval, log.log, call.tool_call_id)
         # Durable before the tool body runs: recovery's "not started" rests on it.
         dispatch = ev.ToolDispatch(
@@ -283,23 +279,6 @@ class TurnlogCapability(AbstractCapability[Any]):
         )
         await self.log.append(dispatch, sync=True)
         return args
-
-    async def _before_tool_once(self, call: Any, tool_def: Any, args: Any) -> Any:
-        """Under an engine: the call runs at most once across the engine's
-        executions of the run; one a crash cut short is answered R1."""
-        idempotency = tool_idempotency(
-            call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
-        )
-        guarded = ToolCall(id=call.tool_call_id, name=call.tool_name)
-        start = await self.log.call(
-            begin_once, self.log.log, guarded, cast(IdempotencyValue | None, idempotency)
-        )
-        answer = start.answer
-        if answer is None:
-            return args
-        if answer.is_error:
-            raise ToolFailed(answer.content)
-        raise SkipToolExecution(answer.content)
 
     # Pydantic AI runs an output tool's call itself: its arguments are
     # validated, then the output function (user code, which may charge a
@@ -325,6 +304,13 @@ class TurnlogCapability(AbstractCapability[Any]):
         if call is None:
             return  # text, native or prompted output: no call to answer
         log = self.log
+        tool_def = getattr(output_context, "tool_def", None)
+        idempotency = tool_idempotency(
+            call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
+        )
+        if self.engine is not None:
+            await output_once(log, call, idempotency, self._outputs_dispatched)
+            return
         if not await log.call_light(owed_here, log.log, call.tool_call_id):
             # A run resumed on a history that ends with the call (saved
             # before its answer) processes it again: one the log has
@@ -340,10 +326,6 @@ class TurnlogCapability(AbstractCapability[Any]):
                 if answer is not None:
                     raise ModelRetry(answer.text)
             return
-        tool_def = getattr(output_context, "tool_def", None)
-        idempotency = tool_idempotency(
-            call.tool_name, self.idempotency or {}, getattr(tool_def, "metadata", None)
-        )
         ahead = AheadCall(call_id=call.tool_call_id, name=call.tool_name, idempotency=idempotency)
         await self.log.call_light(dispatch_ahead, self.log.log, [ahead])
 

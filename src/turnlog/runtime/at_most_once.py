@@ -17,7 +17,6 @@ reading it, decides whether to call the tool again (a new call).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,12 +25,13 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog.core.open_turn import CallSighting
-from turnlog.core.recovery import crashed_call_result, unwind_result
+from turnlog.core.recovery import crashed_call_result
+from turnlog.core.state import newest_answer
 from turnlog.errors import UsageError
 from turnlog.events import IdempotencyValue, Origin, ToolCall
 from turnlog.handle.async_log import AsyncLog
+from turnlog.handle.dispatch import Dispatch
 from turnlog.handle.log import Log
-from turnlog.handle.turns import describe_exception
 from turnlog.runtime.turn_rules import tool_error_text
 from turnlog.text import display_text
 
@@ -87,7 +87,9 @@ def _sighting(log: Log, call_id: str) -> CallSighting | None:
 
 
 def _recorded(log: Log, call_id: str) -> Answer | None:
-    """The answer the log holds for the newest request of `call_id`."""
+    """The answer the open turn holds for `call_id`: met ahead in a replay,
+    or already folded. A call of an earlier turn with the same id is another
+    call, and answers nothing here."""
     replay = log.held.replay
     if replay is not None:
         replay.flush_calls()
@@ -95,20 +97,18 @@ def _recorded(log: Log, call_id: str) -> Answer | None:
         if ahead is not None:
             return _answer_of(ahead.data, ran=False, origin=ahead.origin)
     sighting = _sighting(log, call_id)
-    if sighting is not None and not sighting.answered:
+    if sighting is None or not sighting.answered:
         return None
-    for message in reversed(log.messages):
-        if message.role == "tool" and message.call_id == call_id:
-            return Answer(
-                call_id=call_id,
-                content=display_text(message.content),
-                is_error=message.is_error,
-                risk=message.risk,
-                origin=message.origin,
-            )
-        if message.role == "assistant" and any(c.id == call_id for c in message.tool_calls):
-            return None
-    return None
+    message = newest_answer(log.messages, call_id)
+    if message is None:
+        return None  # answered out of the transcript (orphaned): the write order refuses
+    return Answer(
+        call_id=call_id,
+        content=display_text(message.content),
+        is_error=message.is_error,
+        risk=message.risk,
+        origin=message.origin,
+    )
 
 
 def _answer_of(result: ev.ToolResult, *, ran: bool, origin: str | None = None) -> Answer:
@@ -125,9 +125,11 @@ def _answer_of(result: ev.ToolResult, *, ran: bool, origin: str | None = None) -
 
 @dataclass(frozen=True)
 class Start:
-    """What the guard found before the body: an answer, or leave to run."""
+    """What the guard found before the body: the answer to hand back in
+    place of running it, or the running dispatch to record the body's result on."""
 
     answer: Answer | None
+    running: Dispatch | None = None
     rerun: bool = False
 
 
@@ -142,40 +144,24 @@ def begin_once(
         if recorded is not None:
             return Start(recorded)
         sighting = _sighting(log, call.id)
-        if sighting is not None and sighting.dispatch is not None and not sighting.answered:
+        if sighting is not None and sighting.dispatch_seq is not None and not sighting.answered:
             # The dispatch is durable and nothing answered it: a worker died
             # inside the body, and the engine runs the step again.
             if rerun:
-                return Start(None, rerun=True)
+                return Start(None, Dispatch(log.held, call, sighting.dispatch_seq), rerun=True)
             result = crashed_call_result(sighting)
             log.append(result, origin=Origin.RECOVERY.value)
             return Start(_answer_of(result, ran=False, origin=Origin.RECOVERY.value))
-        log.append(
-            ev.ToolDispatch(call_id=call.id, name=call.name, idempotency=idempotency), sync=True
-        )
-        return Start(None)
+        return Start(None, log.begin_dispatch(call, idempotency=idempotency))
 
 
-def _finish(log: Log, call: ToolCall, start: Start, output: Any, error: Exception | None) -> Answer:
+def _finish(running: Dispatch, start: Start, output: Any, error: Exception | None) -> Answer:
     if error is not None:
         content, is_error = tool_error_text(error), True
     else:
         content, is_error = _text(output), False
-    result = ev.ToolResult(
-        call_id=call.id, name=call.name, content=content, is_error=is_error, rerun=start.rerun
-    )
-    log.append(result)
-    return _answer_of(result, ran=True)
-
-
-def _unwind(log: Log, call: ToolCall, exc: BaseException) -> None:
-    """A cancellation or interrupt inside the body: the call may have run."""
-    with log.lock:
-        sighting = _sighting(log, call.id)
-        if sighting is None or sighting.answered:
-            return
-        result = unwind_result(call.id, call.name, dispatched=True, error=describe_exception(exc))
-        log.append(result, origin=Origin.UNWIND.value)
+    result = running.result(content, is_error=is_error, rerun=start.rerun)
+    return _answer_of(result.data, ran=True)
 
 
 def at_most_once(
@@ -188,26 +174,30 @@ def at_most_once(
 ) -> Answer:
     """Run `body` for `call` at most once across every execution of the step.
 
-    The first execution writes the call's dispatch (durable), runs `body`
-    and records what it returned (or raised) as the call's result. An
-    execution after a crash inside `body` does not run it: it records and
-    returns R1. An execution after the result returns the recorded answer.
-    `rerun=True` lets a `read_only` or `idempotent` tool run again after a
-    crash instead; the result says so (`rerun`). Call it inside a turn, on a
-    handle opened for the engine run (`turnlog.open(..., engine_run=...)`).
+    The first execution writes the call's dispatch (durable before the body,
+    as every dispatch), runs `body` and records what it returned (or raised)
+    as the call's result. An execution after a crash inside `body` does not
+    run it: it records and returns R1. An execution after the result returns
+    the recorded answer. `rerun=True` lets a `read_only` or `idempotent` tool
+    run again after a crash instead; the result says so (`rerun`). Call it
+    inside a turn, on a handle opened for the engine run
+    (`turnlog.open(..., engine_run=...)`).
     """
     _check(call, idempotency, rerun)
     start = begin_once(log, call, idempotency, rerun)
     if start.answer is not None:
         return start.answer
+    running = start.running
+    assert running is not None
     try:
         output = body()
     except Exception as exc:  # a failing tool is a result the model reads, not a crash
-        return _finish(log, call, start, None, exc)
+        return _finish(running, start, None, exc)
     except BaseException as exc:
-        _unwind(log, call, exc)
+        # Interrupted or cancelled inside the body: it may have run (U1).
+        log.end_dispatch(running, exc)
         raise
-    return _finish(log, call, start, output, None)
+    return _finish(running, start, output, None)
 
 
 async def aat_most_once(
@@ -223,12 +213,14 @@ async def aat_most_once(
     start = await log.call(begin_once, log.log, call, idempotency, rerun)
     if start.answer is not None:
         return start.answer
+    running = start.running
+    assert running is not None
     try:
         output = await body()
     except Exception as exc:  # a failing tool is a result the model reads, not a crash
-        return await log.call(_finish, log.log, call, start, None, exc)
+        return await log.call(_finish, running, start, None, exc)
     except BaseException as exc:
         # Synchronous: a cancelled task may not get to await.
-        _unwind(log.log, call, exc)
+        log.log.end_dispatch(running, exc)
         raise
-    return await log.call(functools.partial(_finish, log.log, call, start, output, None))
+    return await log.call(_finish, running, start, output, None)
