@@ -105,19 +105,27 @@ def as_request(log: turnlog.Log) -> list[dict[str, Any]]:
 def agent(session_id: str, prompt: str) -> str:
     run = EngineRun(engine="dbos", run_id=DBOS.workflow_id or "")
     with turnlog.open(TARGET, session_id, engine_run=run) as log:
-        log.held.subscribers.append(count_writes)
+        log.subscribe(count_writes)
         HANDLES[run.run_id] = log
-        with log.turn():
-            log.user(prompt)
-            while True:
-                with log.step():
-                    reply = call_model(as_request(log))
-                    calls = [ToolCall(**c) for c in reply["calls"]]
-                    log.assistant(reply["text"], tool_calls=calls)
-                    for call in reply["calls"]:
-                        run_tool(call)
-                if not calls:
-                    return str(reply["text"])
+        try:
+            return converse(log, prompt)
+        finally:
+            del HANDLES[run.run_id]
+
+
+def converse(log: turnlog.Log, prompt: str) -> str:
+    """The agent's turn: ask the model, run the tools it asks for, repeat."""
+    with log.turn():
+        log.user(prompt)
+        while True:
+            with log.step():
+                reply = call_model(as_request(log))
+                calls = [ToolCall(**c) for c in reply["calls"]]
+                log.assistant(reply["text"], tool_calls=calls)
+                for call in reply["calls"]:
+                    run_tool(call)
+            if not calls:
+                return str(reply["text"])
 
 
 def main() -> None:

@@ -78,3 +78,136 @@ def test_the_dbos_recipe_charges_once(tmp_path: Path) -> None:
         if isinstance(e.data, ev.ToolResult)
     ]
     assert [r.data.rule for r in results] == ["R1"]
+
+
+def block_with(page: str, marker: str) -> str:
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if marker in b]
+    return block
+
+
+# The Pydantic AI recipe's missing pieces: a scripted model, the tool it
+# names, a main that starts the workflow or lets DBOS recover it.
+PYDANTIC_BEFORE = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import FunctionModel
+WORK = Path(sys.argv[2])
+
+def script(messages, info):
+    returns = [p.content for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+    if not returns:
+        return ModelResponse(parts=[ToolCallPart(tool_name="send_money", args={"to": "bob"}, tool_call_id="c1")])
+    return ModelResponse(parts=[TextPart("told: " + str(returns[-1])[:30])])
+
+model = FunctionModel(script)
+"""
+PYDANTIC_AFTER = """
+@agent.tool_plain
+def send_money(to: str) -> str:
+    with (WORK / "ledger").open("a") as ledger:
+        ledger.write("sent\\n"); ledger.flush(); os.fsync(ledger.fileno())
+    if not (WORK / "killed").exists():
+        (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
+    return "sent"
+
+async def main():
+    from dbos import SetWorkflowID
+    DBOS(config={"name": "docs", "system_database_url": f"sqlite:///{WORK / 'dbos.db'}",
+                 "application_version": "1", "log_level": "ERROR"})
+    DBOS.launch()
+    if sys.argv[1] == "start":
+        with SetWorkflowID("wf-1"):
+            print(await run_agent("send bob money"))
+    else:
+        print(await (await DBOS.retrieve_workflow_async("wf-1")).get_result(polling_interval_sec=0.05))
+    DBOS.destroy()
+
+asyncio.run(main())
+"""
+
+
+def test_the_pydantic_ai_dbos_recipe_sends_once(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "engines.md").read_text()
+    program = tmp_path / "recipe.py"
+    program.write_text(PYDANTIC_BEFORE + block_with(page, "DBOSDurability()") + PYDANTIC_AFTER)
+    runs = [
+        subprocess.run(
+            [sys.executable, str(program), mode, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,  # the recipe's "sessions" directory
+        )
+        for mode in ("start", "recover")
+    ]
+    assert runs[0].returncode == -signal.SIGKILL, runs[0].stderr
+    assert runs[1].returncode == 0, runs[1].stderr
+    assert runs[1].stdout.startswith("told: [turnlog] The agent process"), runs[1].stdout
+    assert (tmp_path / "ledger").read_text() == "sent\n"
+
+
+# The Temporal recipe's missing pieces: the store and session, a bank, and
+# the activity run by the SDK's activity environment (no server).
+TEMPORAL_BEFORE = """
+import os, signal, sys
+from pathlib import Path
+WORK = Path(sys.argv[1])
+STORE, SESSION = str(WORK / "sessions"), "s1"
+
+class Bank:
+    def charge(self, amount: int) -> str:
+        with (WORK / "ledger").open("a") as ledger:
+            ledger.write("charged\\n"); ledger.flush(); os.fsync(ledger.fileno())
+        if not (WORK / "killed").exists():
+            (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
+        return "charged"
+
+bank = Bank()
+"""
+TEMPORAL_AFTER = """
+from temporalio.testing import ActivityEnvironment
+print(asyncio.run(ActivityEnvironment().run(charge, "c1", 5)))
+"""
+
+
+def test_the_temporal_recipe_answers_r1_when_the_activity_runs_again(tmp_path: Path) -> None:
+    import turnlog
+    from turnlog import EngineRun, ToolCall
+
+    # The run's turn, begun by whatever records the model's reply.
+    run = EngineRun(engine="temporal", run_id="test")  # the activity environment's workflow id
+    with turnlog.open(tmp_path / "sessions", "s1", engine_run=run) as log:
+        log.begin_turn()
+        log.user("charge 5")
+        log.begin_step()
+        log.assistant("", tool_calls=[ToolCall(id="c1", name="charge", arguments={"amount": 5})])
+    page = (ROOT / "docs" / "engines.md").read_text()
+    program = tmp_path / "recipe.py"
+    program.write_text(TEMPORAL_BEFORE + block_with(page, "@activity.defn") + TEMPORAL_AFTER)
+    args = [sys.executable, str(program), str(tmp_path)]
+    first = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    second = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert "It has NOT been retried" in second.stdout
+    assert (tmp_path / "ledger").read_text() == "charged\n"
+
+
+def test_the_opening_example_stamps_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = (ROOT / "docs" / "engines.md").read_text()
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"workflow_id": "wf-9"}
+    exec(block_with(page, 'log = turnlog.open("sessions"'), namespace)
+    log = namespace["log"]
+    assert isinstance(log, __import__("turnlog").Log)
+    with log:
+        log.begin_turn()
+    (start,) = [
+        e
+        for e in JSONLStore(tmp_path / "sessions").iter_events("support-42")
+        if isinstance(e.data, ev.TurnStart)
+    ]
+    assert start.data.engine_run == ev.EngineRun(engine="dbos", run_id="wf-9")

@@ -74,3 +74,58 @@ def test_dbos_replay_of_the_agent_runs_the_tool_once(kills: list[str], tmp_path:
         assert last_request == ["sent to bob"]
     with turnlog.open(store, "s1") as log:
         assert_exports_valid(log.messages)
+
+
+OUTPUT_PROGRAM = Path(__file__).resolve().parents[1] / "pydantic_dbos_output_program.py"
+
+
+def run_output(mode: str, work: Path, kill: str, *extra: str) -> int:
+    done = subprocess.run(
+        [sys.executable, str(OUTPUT_PROGRAM), mode, kill, str(work), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode in (0, -signal.SIGKILL), done.stderr[-3000:]
+    if done.returncode == 0:
+        assert done.stdout.strip() == "receipt 5", done.stdout
+    return done.returncode
+
+
+def test_an_output_function_killed_inside_is_answered_r1_and_the_model_asked_again(
+    tmp_path: Path,
+) -> None:
+    """Not run again behind the model's back: the model reads R1, asks again
+    (a new call), and that call's output function runs."""
+    assert run_output("START", tmp_path, "output") == -signal.SIGKILL
+    assert run_output("RECOVER", tmp_path, "none") == 0
+    assert (tmp_path / "ledger").read_text().splitlines() == [
+        "model request 1",
+        "output function ran",
+        "model request 2",
+        "output function ran",
+    ]
+    events = list(JSONLStore(tmp_path / "store").iter_events("s1"))
+    results = {e.data.call_id: e for e in events if isinstance(e.data, ev.ToolResult)}
+    assert results["o1"].data.rule == "R1" and results["o1"].origin == "recovery"
+    assert results["o2"].data.content == "Final result processed."
+    with turnlog.open(JSONLStore(tmp_path / "store"), "s1") as log:
+        assert_exports_valid(log.messages)
+
+
+@pytest.mark.parametrize("as_step", [False, True], ids=["inline", "dbos-step"])
+def test_a_run_replayed_after_its_output_writes_nothing_twice(
+    as_step: bool, tmp_path: Path
+) -> None:
+    """Killed after the run, before the workflow returned: DBOS replays the
+    whole run, which meets every write. The output is processed again: an
+    output function that is a DBOS step is handed its saved value, an
+    inline one runs again (docs/engines.md says to make one with side
+    effects a step)."""
+    extra = ["step"] if as_step else []
+    assert run_output("START", tmp_path, "after", *extra) == -signal.SIGKILL
+    before = list(JSONLStore(tmp_path / "store").iter_events("s1"))
+    assert run_output("RECOVER", tmp_path, "none", *extra) == 0
+    assert list(JSONLStore(tmp_path / "store").iter_events("s1")) == before
+    ran = (tmp_path / "ledger").read_text().splitlines().count("output function ran")
+    assert ran == (1 if as_step else 2)

@@ -16,15 +16,16 @@ from turnlog import EngineRun, ToolCall, events as ev
 from turnlog.errors import ReplayDivergedError, UsageError
 from turnlog.handle.async_log import AsyncLog
 from turnlog.ops.sweep import sweep
+from turnlog.ops.tree import revive_tree
 from turnlog.runtime.at_most_once import Answer, aat_most_once
-from turnlog.stores import JSONLStore
+from turnlog.stores import JSONLStore, Store, open_store
 
 PROGRAM = Path(__file__).with_name("guard_program.py")
 RUN = EngineRun(engine="test", run_id="wf-1")
 CALL = ToolCall(id="c1", name="charge", arguments={})
 
 
-def engine_session(store: JSONLStore, run: EngineRun = RUN) -> turnlog.Log:
+def engine_session(store: Store, run: EngineRun = RUN) -> turnlog.Log:
     """A session whose engine run asked for `c1` and then wrote nothing more."""
     log = turnlog.open(store, "s1", engine_run=run)
     log.begin_turn()
@@ -34,16 +35,21 @@ def engine_session(store: JSONLStore, run: EngineRun = RUN) -> turnlog.Log:
     return log
 
 
-@pytest.mark.parametrize("runner", ["plain", "temporal"])
-def test_a_task_run_again_after_its_worker_died_answers_r1(runner: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("runner", "kind"), [("plain", "jsonl"), ("plain", "sqlite"), ("temporal", "jsonl")]
+)
+def test_a_task_run_again_after_its_worker_died_answers_r1(
+    runner: str, kind: str, tmp_path: Path
+) -> None:
     """A Celery-style retry, and Temporal's retry of an activity whose worker
     died: the second attempt finds the dispatch unanswered and does not run."""
-    store = JSONLStore(tmp_path / "store")
+    target = str(tmp_path / "store") if kind == "jsonl" else f"sqlite:///{tmp_path / 'store.db'}"
+    store, _ = open_store(target)
     # The run the program's step belongs to: the task's, or the workflow id
     # Temporal's activity environment gives its activity.
     run_id = "task-1" if runner == "plain" else "test"
     engine_session(store, EngineRun(engine=runner, run_id=run_id)).close()
-    args = [sys.executable, str(PROGRAM), str(tmp_path / "store"), str(tmp_path), runner]
+    args = [sys.executable, str(PROGRAM), target, str(tmp_path), runner]
     first = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert first.returncode == -signal.SIGKILL, first.stderr
     second = subprocess.run(args, capture_output=True, text=True, timeout=120)
@@ -127,6 +133,8 @@ def test_a_session_an_engine_owns_is_left_to_it(tmp_path: Path) -> None:
     assert turnlog.revive(store, "s1").reason == "engine_run"
     with pytest.raises(turnlog.SessionInterruptedError, match="durable engine"):
         turnlog.open(store, "s1", revive=True)
+    with revive_tree(store, "s1") as tree:
+        assert [node.outcome for node in tree.nodes] == ["engine_run"]
     assert list(store.iter_events("s1")) == before
 
 
@@ -143,3 +151,33 @@ def test_the_async_twin(tmp_path: Path) -> None:
         await log.close()
 
     asyncio.run(main())
+
+
+def test_calls_guarded_from_threads_each_run_once(tmp_path: Path) -> None:
+    """A step's parallel tool calls in threads, then the step run again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = [ToolCall(id=f"c{n}", name="charge", arguments={}) for n in range(8)]
+    runs: list[str] = []
+
+    def guard_all(log: turnlog.Log) -> list[Answer]:
+        def one(call: ToolCall) -> Answer:
+            return turnlog.at_most_once(
+                log, call, lambda: runs.append(call.id) or call.id, idempotency="destructive"
+            )
+
+        with ThreadPoolExecutor(4) as pool:
+            return list(pool.map(one, calls))
+
+    store = JSONLStore(tmp_path)
+    with turnlog.open(store, "s1", engine_run=RUN) as log:
+        log.begin_turn()
+        log.user("charge them all")
+        log.begin_step()
+        log.assistant("", tool_calls=calls)
+        first = guard_all(log)
+    with turnlog.open(store, "s1", engine_run=RUN, replay=False) as log:
+        again = guard_all(log)
+    assert sorted(runs) == sorted(c.id for c in calls)
+    assert [a.content for a in again] == [a.content for a in first] == [c.id for c in calls]
+    assert all(a.ran for a in first) and not any(a.ran for a in again)
