@@ -61,6 +61,9 @@ def targets(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[
     """The turnlog store and the DBOS system database of one case."""
     if kind == "sqlite":
         return str(tmp_path / "sessions"), f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    if kind == "sqlite-store":
+        # turnlog's SQLite store beside DBOS's own SQLite database.
+        return f"sqlite:///{tmp_path / 'sessions.db'}", f"sqlite:///{tmp_path / 'dbos.sqlite'}"
     dsn: str = request.getfixturevalue("postgres_url")
     n = next(_databases)
     base = dsn.rsplit("/", 1)[0]
@@ -146,13 +149,15 @@ def test_a_killed_worker_recovered_by_dbos_runs_no_tool_twice(
         assert tally.r1 == 1
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "sqlite-store"])
 def test_a_completed_workflow_recovered_again_writes_nothing(
-    tmp_path: Path, request: pytest.FixtureRequest
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """Killed after the turn's last write, before DBOS recorded the workflow
-    done: DBOS runs it again from the top, and every write is met, not made."""
+    done: DBOS runs it again from the top, and every write is met, not made
+    (on a JSONL store and on turnlog's SQLite store)."""
     tally = Tally()
-    crash_and_recover("sqlite", tmp_path, request, [f"event:{WRITES}"], tally)
+    crash_and_recover(kind, tmp_path, request, [f"event:{WRITES}"], tally)
     assert tally.kills == 1 and tally.recoveries == 1
 
 
