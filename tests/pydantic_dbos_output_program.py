@@ -12,20 +12,20 @@ function append what they did to WORKDIR/ledger.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from dbos import DBOS, SetWorkflowID
+from dbos import DBOS
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolOutput
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from dbos_launch import start_or_recover
 from turnlog.integrations.pydantic_ai import TurnlogCapability
 
 MODE, KILL_AT, WORKDIR = sys.argv[1:4]
@@ -83,25 +83,9 @@ async def run_agent(prompt: str) -> str:
     return str(result.output)
 
 
-async def main() -> None:
-    DBOS(
-        config={
-            "name": "turnlog-pydantic-output",
-            "system_database_url": f"sqlite:///{WORK / 'dbos.db'}",
-            "application_version": "1",
-            "log_level": "ERROR",
-        }
-    )
-    DBOS.launch()
-    try:
-        if MODE == "START":
-            with SetWorkflowID("agent-1"):
-                print(await run_agent("issue the receipt"))
-        else:
-            handle = await DBOS.retrieve_workflow_async("agent-1")
-            print(await handle.get_result(polling_interval_sec=0.05))
-    finally:
-        DBOS.destroy()
-
-
-asyncio.run(main())
+start_or_recover(
+    "turnlog-pydantic-output",
+    f"sqlite:///{WORK / 'dbos.db'}",
+    MODE,
+    lambda: run_agent("issue the receipt"),
+)

@@ -11,19 +11,19 @@ tool and the model append what they did to ledgers in WORKDIR.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import sys
 from pathlib import Path
 
-from dbos import DBOS, SetWorkflowID
+from dbos import DBOS
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from dbos_launch import start_or_recover
 from turnlog.integrations.pydantic_ai import TurnlogCapability
 
 MODE, STORE, SYSDB, KILL_AT, WORKDIR = sys.argv[1:6]
@@ -80,25 +80,4 @@ async def run_agent(prompt: str) -> str:
     return str(result.output)
 
 
-async def main() -> None:
-    DBOS(
-        config={
-            "name": "turnlog-pydantic-dbos",
-            "system_database_url": SYSDB,
-            "application_version": "1",
-            "log_level": "ERROR",
-        }
-    )
-    DBOS.launch()
-    try:
-        if MODE == "START":
-            with SetWorkflowID("agent-1"):
-                print(await run_agent("send bob money"))
-        else:
-            handle = await DBOS.retrieve_workflow_async("agent-1")
-            print(await handle.get_result(polling_interval_sec=0.05))
-    finally:
-        DBOS.destroy()
-
-
-asyncio.run(main())
+start_or_recover("turnlog-pydantic-dbos", SYSDB, MODE, lambda: run_agent("send bob money"))

@@ -27,25 +27,20 @@ from turnlog.stores import JSONLStore
 PROGRAM = Path(__file__).resolve().parents[1] / "pydantic_dbos_program.py"
 
 
-def run(mode: str, work: Path, kill: str) -> int:
+def run_program(program: Path, args: list[str], answer: str) -> int:
+    """Run a DBOS program; killed (-9) or done with `answer` printed."""
     done = subprocess.run(
-        [
-            sys.executable,
-            str(PROGRAM),
-            mode,
-            str(work / "store"),
-            f"sqlite:///{work / 'sys.db'}",
-            kill,
-            str(work),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, str(program), *args], capture_output=True, text=True, timeout=120
     )
     assert done.returncode in (0, -signal.SIGKILL), done.stderr[-3000:]
     if done.returncode == 0:
-        assert done.stdout.strip() == "sent", done.stdout
+        assert done.stdout.strip() == answer, done.stdout
     return done.returncode
+
+
+def run(mode: str, work: Path, kill: str) -> int:
+    args = [mode, str(work / "store"), f"sqlite:///{work / 'sys.db'}", kill, str(work)]
+    return run_program(PROGRAM, args, "sent")
 
 
 @pytest.mark.parametrize(
@@ -80,16 +75,7 @@ OUTPUT_PROGRAM = Path(__file__).resolve().parents[1] / "pydantic_dbos_output_pro
 
 
 def run_output(mode: str, work: Path, kill: str, *extra: str) -> int:
-    done = subprocess.run(
-        [sys.executable, str(OUTPUT_PROGRAM), mode, kill, str(work), *extra],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode in (0, -signal.SIGKILL), done.stderr[-3000:]
-    if done.returncode == 0:
-        assert done.stdout.strip() == "receipt 5", done.stdout
-    return done.returncode
+    return run_program(OUTPUT_PROGRAM, [mode, kill, str(work), *extra], "receipt 5")
 
 
 def test_an_output_function_killed_inside_is_answered_r1_and_the_model_asked_again(
