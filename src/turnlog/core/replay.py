@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from turnlog import events as ev
 from turnlog.errors import ReplayDivergedError
@@ -71,21 +72,21 @@ class Replay:
         if not pending:
             return None
         if _is_call_event(data):
+            # Looked up before the flush, which would apply (and drop) it.
             found = self._call_event(type(data), getattr(data, "call_id", ""))
-            if found is not None:
-                self.flush_calls()
-                return found
             self.flush_calls()
-            if not pending:
-                return None
-            self._diverged(data, origin)
+            if found is None and pending:
+                self._diverged(data, origin)
+            return found
         self.flush_calls()
         if not pending:
             return None
         expected = pending[0]
-        if type(expected.data) is not type(data) or expected.data != data:
-            self._diverged(data, origin)
-        if expected.origin != origin:
+        if (
+            type(expected.data) is not type(data)
+            or expected.data != data
+            or expected.origin != origin
+        ):
             self._diverged(data, origin)
         self._apply(pending.popleft())
         self.flush_calls()
@@ -104,7 +105,7 @@ class Replay:
                 return event
         return None
 
-    def _diverged(self, data: EventData, origin: str | None) -> None:
+    def _diverged(self, data: EventData, origin: str | None) -> NoReturn:
         expected = self._pending[0]
         raise ReplayDivergedError(
             f"this engine run, run again, wrote {_describe(data, origin)} where its earlier "
