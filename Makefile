@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py; status=$$?; \
 	$(BIN)/python bench/rescue_scan.py || status=1; \
 	$(BIN)/python bench/cold_start.py --record || status=1; \
+	$(BIN)/python bench/engine_guard.py --record || status=1; \
 	exit $$status
 
 clean:

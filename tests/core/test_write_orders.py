@@ -23,7 +23,7 @@ from hypothesis import given, settings, strategies as st
 import turnlog
 from builders import assert_exports_valid
 from turnlog import events as ev
-from turnlog.core.fold import fold
+from turnlog.core.fold import Fold, fold
 from turnlog.core.tail import Tail, collect_tail
 from turnlog.core.verdict import verdict
 from turnlog.errors import TurnlogError
@@ -210,6 +210,15 @@ def tail_verdict(events: list[Event]) -> Any:
     return Tail(header=header, events=tuple(kept), revivals_before=revivals_before).verdict()
 
 
+def check_open_call(events: list[Event]) -> None:
+    """The one-call lookup (the guard's) agrees with the open turn's snapshot."""
+    folded = Fold(events)
+    turn = folded.open_turn
+    calls = {} if turn is None else {call.call_id: call for call in turn.calls}
+    for call_id in {*calls, "no-such-call"}:
+        assert folded.open_call(call_id) == calls.get(call_id)
+
+
 def check_every_crash(events: list[Event]) -> None:
     for cut in range(1, len(events) + 1):
         log = events[:cut]
@@ -222,6 +231,7 @@ def check_every_crash(events: list[Event]) -> None:
         assert plan(repaired).events == ()
         answered = Counter(e.data.call_id for e in repairs if isinstance(e.data, ev.ToolResult))
         assert sorted(answered) == sorted(owed) and set(answered.values()) <= {1}
+        check_open_call(log)
         left = fold(repaired).open_turn
         if left is not None:
             # Nothing repairs a pause: only calls waiting on decisions are

@@ -27,3 +27,18 @@ def test_every_bench_section_runs_at_quick_sizes(tmp_path: Path) -> None:
     assert "FAILED sections" not in result.stderr, result.stderr[-4000:]
     assert "Traceback" not in result.stdout + result.stderr, result.stderr[-4000:]
     assert (tmp_path / "quick.md").stat().st_size > 0
+
+
+def test_the_engine_guard_bench_runs_and_reports_every_subject() -> None:
+    """bench/engine_guard.py at a tiny size: its four rows and the guard's added cost."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "engine_guard.py"), "--calls", "5", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ") and "µs" in line]
+    assert len(rows) == 4, result.stdout
+    assert "the guard adds" in result.stdout

@@ -191,6 +191,11 @@ class Fold(OpenTurnQuestions):
         """The open turn, frozen; costs the turn's calls, not the transcript."""
         return self._turn.freeze() if self._turn is not None else None
 
+    def open_call(self, call_id: str) -> CallSighting | None:
+        """One call of the open turn, frozen; None when no turn is open or it
+        has no such call. Costs that call, not the turn's calls."""
+        return self._turn.sighting(call_id) if self._turn is not None else None
+
     @property
     def revivals(self) -> int:
         return self._revivals

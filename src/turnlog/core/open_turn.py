@@ -201,6 +201,31 @@ class MutableTurn:
         self.calls.pop(call_id, None)
         self.calls[call_id] = call
 
+    def sighting(self, call_id: str) -> CallSighting | None:
+        """One call of the turn, frozen; costs that call, not the turn's calls."""
+        call = self.calls.get(call_id)
+        return None if call is None else self._frozen(call_id, call)
+
+    def _frozen(self, call_id: str, call: MutableCall) -> CallSighting:
+        return CallSighting(
+            call_id=call_id,
+            name=call.name,
+            first_seq=call.first_seq,
+            step_seq=call.step_seq,
+            step_closed=call.step_seq is not None and call.step_seq in self.closed_steps,
+            dispatch=call.dispatch,
+            dispatch_seq=call.dispatch_seq,
+            answered=call.answered,
+            requested=call.request_seq is not None,
+            swallowed=call.swallowed,
+            carried=call.carried,
+            pause=call.pause,
+            pause_seq=call.pause_seq,
+            paused_at=call.paused_at,
+            decision=call.decision,
+            decided_at=call.decided_at,
+        )
+
     def freeze(self) -> OpenTurn:
         return OpenTurn(
             seq=self.seq,
@@ -212,26 +237,6 @@ class MutableTurn:
             stray_dispatch=self.stray_dispatch,
             held=self.held,
             engine_run=self.engine_run,
-            calls=tuple(
-                CallSighting(
-                    call_id=call_id,
-                    name=call.name,
-                    first_seq=call.first_seq,
-                    step_seq=call.step_seq,
-                    step_closed=call.step_seq is not None and call.step_seq in self.closed_steps,
-                    dispatch=call.dispatch,
-                    dispatch_seq=call.dispatch_seq,
-                    answered=call.answered,
-                    requested=call.request_seq is not None,
-                    swallowed=call.swallowed,
-                    carried=call.carried,
-                    pause=call.pause,
-                    pause_seq=call.pause_seq,
-                    paused_at=call.paused_at,
-                    decision=call.decision,
-                    decided_at=call.decided_at,
-                )
-                for call_id, call in self.calls.items()
-            ),
+            calls=tuple(self._frozen(call_id, call) for call_id, call in self.calls.items()),
             spawns=tuple(self.spawns.values()),
         )

@@ -15,7 +15,7 @@ from turnlog.core.clock import utc_now
 from turnlog.core.damage import TornTail
 from turnlog.core.durability import DURABILITY_MODES, Durability
 from turnlog.core.fold import Fold, Message, SessionState
-from turnlog.core.open_turn import OpenTurn
+from turnlog.core.open_turn import CallSighting, OpenTurn
 from turnlog.core.pauses import Awaiting
 from turnlog.core.recovery import Plan, plan_verdict
 from turnlog.core.verdict import Verdict, decide
@@ -163,6 +163,13 @@ class Log:
         held = self.held
         with held.lock:
             return held.fold.open_turn
+
+    def open_call(self, call_id: str) -> CallSighting | None:
+        """One call of the open turn (None if it has none), without the
+        cost of snapshotting the turn's other calls."""
+        held = self.held
+        with held.lock:
+            return held.fold.open_call(call_id)
 
     def owed_calls(self) -> dict[str, str | None]:
         """The open turn's unanswered calls, id to name, in order of first sighting."""

@@ -82,5 +82,5 @@ async def output_once(
 
 
 def _asked_in_open_turn(log: Log, call_id: str) -> bool:
-    turn = log.open_turn
-    return turn is not None and any(c.call_id == call_id and c.requested for c in turn.calls)
+    call = log.open_call(call_id)
+    return call is not None and call.requested

@@ -24,7 +24,6 @@ from typing import Any, Final
 import msgspec
 
 from turnlog import events as ev
-from turnlog.core.open_turn import CallSighting
 from turnlog.core.recovery import crashed_call_result
 from turnlog.core.state import newest_answer
 from turnlog.errors import UsageError
@@ -76,16 +75,6 @@ def _check(call: ToolCall, idempotency: IdempotencyValue | None, rerun: bool) ->
         )
 
 
-def _sighting(log: Log, call_id: str) -> CallSighting | None:
-    turn = log.open_turn
-    if turn is None:
-        return None
-    for call in turn.calls:
-        if call.call_id == call_id:
-            return call
-    return None
-
-
 def _recorded(log: Log, call_id: str) -> Answer | None:
     """The answer the open turn holds for `call_id`: met ahead in a replay,
     or already folded. A call of an earlier turn with the same id is another
@@ -96,7 +85,7 @@ def _recorded(log: Log, call_id: str) -> Answer | None:
         ahead = replay.recorded_result(call_id)
         if ahead is not None:
             return _answer_of(ahead.data, ran=False, origin=ahead.origin)
-    sighting = _sighting(log, call_id)
+    sighting = log.open_call(call_id)
     if sighting is None or not sighting.answered:
         return None
     message = newest_answer(log.messages, call_id)
@@ -143,7 +132,7 @@ def begin_once(
         recorded = _recorded(log, call.id)
         if recorded is not None:
             return Start(recorded)
-        sighting = _sighting(log, call.id)
+        sighting = log.open_call(call.id)
         if sighting is not None and sighting.dispatch_seq is not None and not sighting.answered:
             # The dispatch is durable and nothing answered it: a worker died
             # inside the body, and the engine runs the step again.
