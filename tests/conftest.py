@@ -29,6 +29,8 @@ ONE_WORKER: dict[str, tuple[str, ...] | None] = {
     "tests/ops/test_revival.py": ("test_kill_matrix", "test_kill_matrix_report"),
     "tests/formats/test_rescue.py": ("test_doctor_repairs_by_appending", "test_doctor_report"),
     "tests/ops/test_memory_bounds.py": None,
+    # One Prefect server for the file's cases.
+    "tests/integrations/test_prefect_engine.py": None,
 }
 
 

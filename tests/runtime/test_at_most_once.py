@@ -138,6 +138,28 @@ def test_a_session_an_engine_owns_is_left_to_it(tmp_path: Path) -> None:
     assert list(store.iter_events("s1")) == before
 
 
+def test_another_run_is_refused_with_the_owner_named_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A new engine run (not the crashed run's retry), or a handle with no
+    run, finds the crashed run's turn open: refused, the owner named, with
+    the way on (the engine's retry, or `turnlog recover`)."""
+    store = JSONLStore(tmp_path)
+    engine_session(store).close()
+    before = list(store.iter_events("s1"))
+    other = EngineRun(engine="test", run_id="wf-2")
+    with turnlog.open(store, "s1", engine_run=other) as log:
+        with pytest.raises(
+            turnlog.SessionInterruptedError, match="open for test run 'wf-1'"
+        ) as refused:
+            log.begin_turn()
+        assert "turnlog recover" in refused.value.hint
+    refused_plain = pytest.raises(turnlog.SessionInterruptedError, match="run 'wf-1'")
+    with turnlog.open(store, "s1") as log, refused_plain:
+        log.user("hello")
+    assert list(store.iter_events("s1")) == before
+
+
 def test_the_async_twin(tmp_path: Path) -> None:
     async def body() -> dict[str, int]:
         return {"charged": 5}

@@ -22,8 +22,18 @@ def is_repair(data: EventData, origin: str | None) -> bool:
     return origin in _REPAIRS and isinstance(data, _REPAIRS[origin])
 
 
-def crashed_error(session_id: str, where: str) -> SessionInterruptedError:
-    """The refusal of any other write: it would land inside the dead turn."""
+def crashed_error(
+    session_id: str, where: str, owner: ev.EngineRun | None = None
+) -> SessionInterruptedError:
+    """The refusal of any other write: it would land inside the dead turn.
+    `owner` is the engine run whose turn it is, when another run writes."""
+    if owner is not None:
+        return SessionInterruptedError(
+            f"session {session_id!r} has a turn open for {owner.engine} run "
+            f"{owner.run_id!r}, which crashed; another run may not write into it",
+            hint=f"let {owner.engine} run {owner.run_id!r} again (its retry or recovery "
+            f"carries the turn on), or, if it gave the run up, run `turnlog recover {where}`",
+        )
     return SessionInterruptedError(
         f"session {session_id!r} crashed mid-turn; nothing may be written into "
         "that turn before it is recovered",

@@ -15,7 +15,7 @@ from turnlog.core.fold import Fold
 from turnlog.core.replay import Replay
 from turnlog.core.revivable import awaiting_children
 from turnlog.core.write_order import ORDER_RULES, order_error
-from turnlog.errors import TurnlogError, UsageError
+from turnlog.errors import SessionInterruptedError, TurnlogError, UsageError
 from turnlog.events import Event, EventData, P
 from turnlog.handle.bulk import collector_paused
 from turnlog.stores.base import Store, StoreWriter
@@ -160,8 +160,15 @@ class HandleState:
 
     def refuse_if_crashed(self, data: EventData, origin: str | None) -> None:
         if self.crashed and not is_repair(data, origin):
-            where = self.store.location(self.session_id) or self.session_id
-            raise crashed_error(self.session_id, where)
+            raise self.crashed_refusal()
+
+    def crashed_refusal(self) -> SessionInterruptedError:
+        where = self.store.location(self.session_id) or self.session_id
+        owner = None
+        if self.fold.turn_open:
+            turn = self.fold.open_turn
+            owner = turn.engine_run if turn is not None else None
+        return crashed_error(self.session_id, where, owner)
 
     def replayed(self, data: EventData, origin: str | None) -> Event | None:
         """While an engine run is replayed: the stored event this write is made

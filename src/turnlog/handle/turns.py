@@ -35,6 +35,8 @@ def begin_turn(held: HandleState, *, resume: bool = False) -> Turn:
         if resume:
             turn = _adopt_turn(held)
         else:
+            if held.fold.turn_open and held.crashed and held.replay is None:
+                raise held.crashed_refusal()
             if held.fold.turn_open:
                 raise UsageError(
                     "a turn is already open; turns never nest",

@@ -316,8 +316,9 @@ class HistoryMismatchWarning(UserWarning):
 
 
 #: The durable engines whose current run a hook can name itself (tested
-#: with each): DBOS runs the agent's hooks in its workflow, in-process.
-ENGINES = ("dbos",)
+#: with each): DBOS runs the agent's hooks in its workflow and Prefect in
+#: its flow, in-process, and both run it again from the top after a crash.
+ENGINES = ("dbos", "prefect")
 
 
 def check_engine(engine: str) -> None:
@@ -330,14 +331,18 @@ def check_engine(engine: str) -> None:
 
 
 def engine_run_id(engine: str) -> str:
-    """The id of the engine's run this code runs in (the DBOS workflow).
-    Raises outside one: a run the engine does not own
+    """The id of the engine's run this code runs in (the DBOS workflow, the
+    Prefect flow run). Raises outside one: a run the engine does not own
     could not be found again after a crash."""
     run_id: str | None = None
     if engine == "dbos":
         from dbos import DBOS
 
         run_id = DBOS.workflow_id
+    elif engine == "prefect":
+        from prefect.runtime import flow_run
+
+        run_id = flow_run.id
     if not run_id:
         raise UsageError(
             f"the run is not inside a {engine} workflow",

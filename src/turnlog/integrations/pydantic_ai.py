@@ -85,7 +85,7 @@ class TurnlogCapability(AbstractCapability[Any]):
     recover: bool = False
     revive: bool = False
     history: HistoryCheck = "warn"
-    # A durable engine that runs the agent ("dbos"): each run
+    # A durable engine that runs the agent ("dbos", "prefect"): each run
     # writes for the engine's run, so a run the engine executes again after a
     # crash meets its earlier writes, and a tool call a crash cut short is
     # answered R1 instead of running again (docs/engines.md).
