@@ -31,6 +31,8 @@ ONE_WORKER: dict[str, tuple[str, ...] | None] = {
     "tests/ops/test_memory_bounds.py": None,
     # One Prefect server for the file's cases.
     "tests/integrations/test_prefect_engine.py": None,
+    # One Temporal dev server for the file's cases.
+    "tests/integrations/test_temporal_engine.py": None,
 }
 
 

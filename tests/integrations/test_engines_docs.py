@@ -211,3 +211,45 @@ def test_the_opening_example_stamps_the_run(
         if isinstance(e.data, ev.TurnStart)
     ]
     assert start.data.engine_run == ev.EngineRun(engine="dbos", run_id="wf-9")
+
+
+def test_the_temporal_record_activity_meets_what_it_wrote(tmp_path: Path) -> None:
+    """The `record` block as written, in the SDK's activity environment:
+    called again with the same turn it writes nothing; with a new reply it
+    writes only that; with a reply that differs from the log it is refused."""
+    from temporalio.testing import ActivityEnvironment
+
+    from turnlog.errors import ReplayDivergedError
+
+    page = (ROOT / "docs" / "engines.md").read_text()
+    scope: dict[str, object] = {"STORE": str(tmp_path / "sessions"), "SESSION": "s1"}
+    exec(block_with(page, "def record("), scope)
+    record = scope["record"]
+    store = JSONLStore(tmp_path / "sessions")
+
+    def call(replies: list[dict[str, object]], finished: bool = False) -> object:
+        # A sync activity: the environment runs it and returns its value.
+        return ActivityEnvironment().run(record, "charge 5", replies, finished)  # type: ignore[arg-type]
+
+    first = {"text": "", "calls": [{"id": "c1", "name": "charge", "arguments": {}}]}
+    done = {"text": "charged", "calls": []}
+    assert call([]) == [{"role": "user", "content": "charge 5", "call_id": None}]
+    call([first])
+    written = list(store.iter_events("s1"))
+    assert call([]) is not None and call([first]) is not None
+    assert list(store.iter_events("s1")) == written
+    with pytest.raises(ReplayDivergedError):
+        call([{"text": "something else", "calls": []}])
+    assert list(store.iter_events("s1")) == written
+    # The call answered (as the guarded activity would), then the turn's end.
+    import turnlog
+    from turnlog import EngineRun, ToolCall
+
+    run = EngineRun(engine="temporal", run_id="test")
+    with turnlog.open(store, "s1", engine_run=run, replay=False) as log:
+        turnlog.at_most_once(log, ToolCall(id="c1", name="charge"), lambda: "charged")
+    call([first, done], True)
+    call([first, done], True)
+    types = [type(e.data).__name__ for e in store.iter_events("s1")]
+    assert types.count("TurnEnd") == types.count("UserMessage") == 1, types
+    assert types[-1] == "TurnEnd"
