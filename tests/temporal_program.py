@@ -53,7 +53,7 @@ def agent_here() -> Agent:
 
 
 def engine_run() -> EngineRun:
-    return EngineRun(engine="temporal", run_id=activity.info().workflow_id)
+    return EngineRun(engine="temporal", run_id=activity.info().workflow_id or "")
 
 
 @activity.defn

@@ -184,7 +184,7 @@ def test_the_temporal_recipe_answers_r1_when_the_activity_runs_again(tmp_path: P
         log.assistant("", tool_calls=[ToolCall(id="c1", name="charge", arguments={"amount": 5})])
     page = (ROOT / "docs" / "engines.md").read_text()
     program = tmp_path / "recipe.py"
-    program.write_text(TEMPORAL_BEFORE + block_with(page, "@activity.defn") + TEMPORAL_AFTER)
+    program.write_text(TEMPORAL_BEFORE + block_with(page, "async def charge(") + TEMPORAL_AFTER)
     args = [sys.executable, str(program), str(tmp_path)]
     first = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert first.returncode == -signal.SIGKILL, first.stderr

@@ -81,12 +81,16 @@ class _ProviderChoice(click.Choice[str]):
     def choices(self) -> tuple[str, ...]:
         from turnlog.providers import PROVIDERS
 
-        return tuple(PROVIDERS)
+        return (*PROVIDERS, OTLP_JSON)
 
     @choices.setter
     def choices(self, value: object) -> None:
         # `click.Choice.__init__` stores the (empty) tuple it was given.
         pass
+
+
+#: The trace format `export --to` writes besides the providers' requests.
+OTLP_JSON = "otlp-json"
 
 
 @click.command("export")
@@ -96,7 +100,28 @@ class _ProviderChoice(click.Choice[str]):
     "provider",
     type=_ProviderChoice(),
     required=True,
-    help="The provider API to render the request messages for.",
+    help="The provider API to render the request messages for, or otlp-json for an "
+    "OpenTelemetry trace (docs/observability.md).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="otlp-json: the file to write the trace to (- for stdout, the default "
+    "unless --endpoint is given).",
+)
+@click.option("--endpoint", help="otlp-json: also POST the trace to this OTLP/HTTP endpoint.")
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="K=V",
+    help="otlp-json: a header sent to --endpoint (auth); never printed.",
+)
+@click.option(
+    "--content",
+    is_flag=True,
+    help="otlp-json: include messages, arguments and results in the spans.",
 )
 @click.option(
     "--validate", is_flag=True, help="Exit 1 listing every rule the provider would reject."
@@ -112,6 +137,10 @@ class _ProviderChoice(click.Choice[str]):
 def export_command(
     session: str,
     provider: str,
+    output: str | None,
+    endpoint: str | None,
+    headers: tuple[str, ...],
+    content: bool,
     validate: bool,
     patch_in_memory: bool,
     store_url: str | None,
@@ -119,11 +148,18 @@ def export_command(
 ) -> None:
     """Print SESSION's transcript as PROVIDER request messages (JSON). Writes nothing.
 
-    With --json the output is {"provider", "request", "violations"}.
+    With --json the output is {"provider", "request", "violations"}. With
+    --to otlp-json: SESSION as an OpenTelemetry trace (OTLP/JSON), to
+    --output and, with --endpoint, sent to a collector or backend.
     """
     from turnlog.providers import render as render_request, validate as validate_request
 
     store, session_id = resolve_session(session, store_url)
+    if provider == OTLP_JSON:
+        from turnlog.cli.traces import export_trace
+
+        export_trace(store, session_id, output, endpoint, headers, content=content)
+        return
     # Only the transcript is kept, never the events; the request is written
     # item by item.
     state = Fold(_events(store, session_id)).state

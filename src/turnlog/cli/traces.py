@@ -1,0 +1,103 @@
+"""`export --to otlp-json`: a session's trace to a file and to an OTLP/HTTP endpoint."""
+
+from __future__ import annotations
+
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import click
+import msgspec
+
+from turnlog.cli._common import _events
+from turnlog.errors import TurnlogError, UsageError
+from turnlog.stores import Store
+
+#: How long a collector may take to answer one export.
+SEND_TIMEOUT_S = 30.0
+
+
+def parse_headers(pairs: tuple[str, ...]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"--header {key.strip() or '?'}=... is not KEY=VALUE",
+                hint="pass each header as --header 'authorization=Bearer ...'",
+            )
+        headers[key.strip()] = value
+    return headers
+
+
+def traces_url(endpoint: str) -> str:
+    """The URL to POST to: an endpoint with no path gets OTLP's `/v1/traces`."""
+    parts = urllib.parse.urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(
+            f"--endpoint {endpoint!r} is not an http(s) URL",
+            hint="pass the collector's OTLP/HTTP address, e.g. http://localhost:4318",
+        )
+    if parts.path in ("", "/"):
+        return urllib.parse.urlunsplit(parts._replace(path="/v1/traces"))
+    return endpoint
+
+
+def send(
+    url: str, body: bytes, headers: dict[str, str], *, timeout_s: float = SEND_TIMEOUT_S
+) -> int:
+    """POST an OTLP/JSON export; the HTTP status. The headers are never echoed:
+    they carry credentials."""
+    request = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={**headers, "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as error:
+        raise TurnlogError(
+            f"the endpoint refused the trace: HTTP {error.code} from {url}",
+            hint="check the endpoint's path (OTLP/HTTP takes POST /v1/traces) and its auth "
+            "headers (--header)",
+        ) from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise TurnlogError(
+            f"could not send the trace to {url}: {reason}",
+            hint="is the collector running and listening for OTLP/HTTP (port 4318 by default)?",
+        ) from None
+
+
+def export_trace(
+    store: Store,
+    session_id: str,
+    output: str | None,
+    endpoint: str | None,
+    header_pairs: tuple[str, ...],
+    *,
+    content: bool,
+) -> None:
+    from turnlog import __version__
+    from turnlog.formats.otlp import trace_request
+
+    headers = parse_headers(header_pairs)
+    url = traces_url(endpoint) if endpoint else None
+    request: dict[str, Any] = trace_request(
+        session_id, _events(store, session_id), content=content, version=__version__
+    )
+    body = msgspec.json.encode(request)
+    if output == "-" or (output is None and url is None):
+        sys.stdout.buffer.write(body + b"\n")
+        sys.stdout.flush()
+    elif output is not None:
+        with open(output, "wb") as out:
+            out.write(body + b"\n")
+    if url is not None:
+        status = send(url, body, headers)
+        spans = len(request["resourceSpans"][0]["scopeSpans"][0]["spans"])
+        click.echo(f"sent {spans} spans of {session_id} to {url} (HTTP {status})", err=True)
