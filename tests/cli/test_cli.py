@@ -444,6 +444,10 @@ def test_demo_crashes_then_recovers(tmp_path: Path) -> None:
         assert (found["status"], found["revivals"]) == ("finished", 1)
     assert "as agent payer-call_delegate_9 (revived)" in out
     assert "pending: call_delegate_9 waits on payer-call_delegate_9" in out
+    # It ends by writing its session's timeline page, and says where.
+    page = session.with_suffix(".html")
+    assert f"timeline page: {page}" in out
+    assert 'data-risk="tool_outcome_unknown"' in page.read_text()
     assert out.count("invoice 9: paid $50") == 1
     # What happens without turnlog, from the same crash: refused, or paid twice.
     assert "refused by 4 of 4 providers" in out

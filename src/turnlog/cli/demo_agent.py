@@ -293,11 +293,22 @@ def run_demo(console: Console, directory: str) -> Path:
     deadline_path = session_path.with_name("deadline-" + session_path.name.removeprefix("demo-"))
     deadline_demo(console, deadline_path, Path(tempfile.mkdtemp(prefix="turnlog-demo-")))
 
+    from turnlog.formats.timeline_html import timeline_html
+
+    _section(console, "6. turnlog show --html: the timeline as a page")
+    page_path = session_path.with_suffix(".html")
+    events = turnlog.JSONLStore(session_path.parent).read(session_path.stem)
+    page_path.write_text(timeline_html(session_path.stem, events))
+    console.print(f"open {page_path} in a browser: the repaired calls are marked with their risk")
+
     prog = _program()
     _section(console, "look again")
     console.print(f"session file: {session_path}")
+    console.print(f"timeline page: {page_path}")
     for command in ("inspect", "show", "plan", "verify"):
         console.print(f"  {prog} {command} {session_path}")
+    console.print(f"  {prog} show {session_path} --html -o {page_path}")
+    console.print(f"  {prog} export {session_path} --to otlp-json -o trace.json")
     console.print(f"  {prog} ls --store {session_path.parent}")
     console.print(f"  {prog} show {tree_path}")
     console.print(f"  {prog} show {deadline_path}")

@@ -50,6 +50,23 @@ from turnlog.stores import existing_store, resolve_session
 @click.option(
     "--full", is_flag=True, help="Show every text whole (the revival notice, long results)."
 )
+@click.option(
+    "--html",
+    "as_html",
+    is_flag=True,
+    help="Write the timeline as one self-contained HTML page (to -o).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="With --html: the file to write (- for stdout).",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="With --html: tool arguments and results shown as their sizes only.",
+)
 @store_option
 @json_option
 @_reports_errors
@@ -59,16 +76,23 @@ def show_command(
     tail: int | None,
     since: str | None,
     full: bool,
+    as_html: bool,
+    output: str | None,
+    redact: bool,
     store_url: str | None,
     as_json: bool,
 ) -> None:
     """Show SESSION's timeline: turns, steps, messages, tool calls and their results.
 
     Events turnlog wrote itself are marked with their origin and risk. The
-    filters combine: --turn, then --since, then --tail.
+    filters combine: --turn, then --since, then --tail. With --html -o FILE,
+    the same as one HTML page that opens offline (docs/observability.md).
     """
     store, session_id = resolve_session(session, store_url)
     events = _selected(_events(store, session_id), turn=turn, since=_instant(since), tail=tail)
+    if as_html or output is not None or redact:
+        _write_html(session_id, events, as_html=as_html, output=output, redact=redact)
+        return
     if as_json:
         _stream_json({"session_id": session_id, "events": (ev.to_builtins(e) for e in events)})
     else:
@@ -87,6 +111,26 @@ def show_command(
                 "turn open, paused: every decision is recorded; the run resumes it",
                 style="bold yellow",
             )
+
+
+def _write_html(
+    session_id: str, events: Iterable[ev.Event], *, as_html: bool, output: str | None, redact: bool
+) -> None:
+    if not as_html or output is None:
+        raise UsageError(
+            "-o and --redact go with --html, and --html needs -o",
+            hint=f"turnlog show {session_id} --html -o {session_id}.html (or -o - for stdout)",
+        )
+    from turnlog.formats.timeline_html import timeline_html
+
+    page = timeline_html(session_id, events, redact=redact).encode()
+    if output == "-":
+        sys.stdout.buffer.write(page)
+        sys.stdout.flush()
+        return
+    with open(output, "wb") as out:
+        out.write(page)
+    click.echo(f"wrote {output} ({len(page):,} bytes): open it in a browser", err=True)
 
 
 def _instant(text: str | None) -> dt.datetime | None:

@@ -1,0 +1,356 @@
+"""A session as one self-contained HTML page: turns, steps, calls and every repair, offline.
+
+The page loads nothing: its CSS and script are inline, so it opens from
+`file://` and can be attached to a bug report. The contract a test holds:
+every event is an element with `data-seq` and `data-type`; a synthetic one
+carries `data-origin`; a tool result with a risk carries `data-risk` and
+`data-rule`. A turn that needs no attention is collapsed and its content
+kept in a `<template>`, put in the page when the turn is opened, so a long
+session's page stays responsive. Pure: events in, text out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import msgspec
+
+from turnlog import events as ev
+from turnlog.events import Event
+from turnlog.text import display_text
+
+#: Texts longer than this are folded behind their first line.
+FOLD_CHARS = 600
+RISK_WORDS = {"tool_outcome_unknown": "may have run", "tool_not_started": "not started"}
+# Turn ends that need a look: the run did not finish its turn.
+_ALARMING_ENDS = frozenset({"interrupted", "error", "budget_exhausted", "expired"})
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{position:sticky;top:0;background:#fff;border-bottom:1px solid #dde;
+padding:10px 16px;z-index:1}
+h1{font-size:17px;margin:0 0 4px}.summary{color:#556;margin:0 0 6px}
+header input[type=search]{width:260px;padding:3px 6px}
+main{padding:10px 16px}
+details.turn{background:#fff;border:1px solid #dde;border-radius:6px;margin:8px 0}
+details.turn>summary{cursor:pointer;padding:6px 10px;font-weight:600}
+details.turn[data-human]>summary{background:#fde8e8}
+.step{border-left:3px solid #cfd6e4;margin:6px 10px 6px 16px;padding-left:8px}
+.ev{padding:2px 6px;border-radius:4px;margin:1px 0}.ev:hover{background:#eef2f8}
+.seq{color:#99a;font-size:12px;margin-right:6px}.kind{font-weight:600;margin-right:6px}
+.ts{color:#99a;font-size:12px;margin-right:6px}.dur{color:#667;font-size:12px;margin-left:6px}
+.t-user_message .kind{color:#1f4fb4}.t-assistant_message .kind{color:#16794a}
+.t-tool_dispatch .kind,.t-tool_result .kind{color:#0b6b7a}
+pre{white-space:pre-wrap;word-break:break-word;margin:2px 0 2px 18px;
+font:12px/1.4 ui-monospace,monospace;background:#f1f3f6;padding:4px 6px;border-radius:4px}
+.badge{display:inline-block;border-radius:10px;padding:0 7px;font-size:12px;margin-right:4px}
+.origin{background:#fff3c4;color:#6b5200}.risk-tool_outcome_unknown{background:#c62828;color:#fff}
+.risk-tool_not_started{background:#f2c94c;color:#3b2f00}.error{background:#fbe0e0;color:#8a1c1c}
+.ended-interrupted,.ended-error{color:#c62828}.hidden{display:none}
+body.human-only details.turn:not([data-human]){display:none}
+"""
+
+_SCRIPT = """
+(function(){
+  function fill(d){var t=d.querySelector(':scope > template');
+    if(t){d.appendChild(t.content);t.remove();}}
+  var turns=document.querySelectorAll('details.turn');
+  turns.forEach(function(d){d.addEventListener('toggle',function(){if(d.open)fill(d);});});
+  function expandAll(){turns.forEach(function(d){fill(d);d.open=true;});}
+  document.getElementById('expand').addEventListener('click',expandAll);
+  document.getElementById('human').addEventListener('change',function(e){
+    document.body.classList.toggle('human-only',e.target.checked);});
+  document.getElementById('q').addEventListener('input',function(e){
+    var q=e.target.value.toLowerCase();if(q)expandAll();
+    document.querySelectorAll('.ev').forEach(function(el){
+      el.classList.toggle('hidden',!!q&&el.textContent.toLowerCase().indexOf(q)<0);});});
+  // The address says what to show: #all opens every turn, #human keeps
+  // what needs a human, #q=TEXT searches (a link to a view of the page).
+  var hash=decodeURIComponent(location.hash.slice(1));
+  if(hash==='all')expandAll();
+  if(hash==='human'){var h=document.getElementById('human');h.checked=true;
+    h.dispatchEvent(new Event('change'));}
+  if(hash.indexOf('q=')===0){var q=document.getElementById('q');q.value=hash.slice(2);
+    q.dispatchEvent(new Event('input'));}
+})();
+"""
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    if start is None or end is None:
+        return None
+    try:
+        return (dt.datetime.fromisoformat(end) - dt.datetime.fromisoformat(start)).total_seconds()
+    except ValueError:
+        return None
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 1:
+        text = f"{seconds * 1000:.0f} ms"
+    elif seconds < 120:
+        text = f"{seconds:.1f} s"
+    else:
+        text = f"{seconds / 60:.1f} min"
+    return f'<span class="dur">took {text}</span>'
+
+
+@dataclass
+class _Turn:
+    """The open turn's parts while its events are walked."""
+
+    start: Event
+    body: list[str] = field(default_factory=list)
+    human: bool = False
+    repaired: int = 0
+    end: ev.TurnEnd | None = None
+    end_ts: str | None = None
+
+
+class _Page:
+    def __init__(self, session_id: str, redact: bool) -> None:
+        self.session_id = session_id
+        self.redact = redact
+        self.out: list[str] = []
+        self.turn: _Turn | None = None
+        self.step_open = False
+        self.step_start_ts: str | None = None
+        self.dispatch_ts: dict[str, str | None] = {}
+        self.events = 0
+        self.turns = 0
+        self.repaired = 0
+        self.human = 0
+
+    # -- text --------------------------------------------------------------
+
+    def _text(self, text: str, *, sized: bool = False) -> str:
+        if sized and self.redact:
+            return f'<pre class="redacted">({len(text.encode())} bytes)</pre>'
+        if len(text) <= FOLD_CHARS:
+            return f"<pre>{_esc(text)}</pre>" if text else ""
+        first = text.splitlines()[0][:120] if text.strip() else ""
+        return (
+            f"<details><summary>{_esc(first)} … ({len(text):,} characters)</summary>"
+            f"<pre>{_esc(text)}</pre></details>"
+        )
+
+    def _sink(self) -> list[str]:
+        return self.turn.body if self.turn is not None else self.out
+
+    # -- events ------------------------------------------------------------
+
+    def add(self, event: Event) -> None:
+        self.events += 1
+        data = event.data
+        if isinstance(data, ev.TurnStart):
+            self._close_turn()
+            self.turns += 1
+            self.turn = _Turn(event)
+            return
+        if isinstance(data, ev.StepStart):
+            self._close_step()
+            self.step_open = True
+            self.step_start_ts = event.ts
+            self._sink().append('<section class="step">')
+            self._sink().append(self._line(event, f"step {data.step or ''}", ""))
+            return
+        if isinstance(data, ev.StepEnd):
+            body = _esc(data.outcome or "")
+            took = _duration(_seconds_between(self.step_start_ts, event.ts))
+            self._sink().append(self._line(event, f"step {data.step or ''} end", body + took))
+            self._close_step()
+            return
+        if isinstance(data, ev.TurnEnd):
+            self._close_step()
+            if self.turn is not None:
+                self.turn.end, self.turn.end_ts = data, event.ts
+                self.turn.human = self.turn.human or data.reason in _ALARMING_ENDS
+            reason = _esc(data.reason)
+            self._sink().append(
+                self._line(event, "turn end", f'<span class="ended-{reason}">{reason}</span>')
+            )
+            self._close_turn()
+            return
+        self._sink().append(self._event(event))
+
+    def _close_step(self) -> None:
+        if self.step_open:
+            self._sink().append("</section>")
+            self.step_open = False
+
+    def _close_turn(self) -> None:
+        self._close_step()
+        turn = self.turn
+        if turn is None:
+            return
+        self.turn = None
+        start = turn.start
+        assert isinstance(start.data, ev.TurnStart)
+        number = start.data.turn if start.data.turn is not None else "?"
+        ended = turn.end.reason if turn.end is not None else "open (no turn end in the log)"
+        took = _duration(_seconds_between(start.ts, turn.end_ts))
+        count = turn.end.steps if turn.end is not None else None
+        steps = f" · {count} step{'s' if count != 1 else ''}" if count else ""
+        badges = ""
+        if turn.repaired:
+            badges += f' <span class="badge origin">{turn.repaired} repaired</span>'
+        attrs = f'data-seq="{start.seq}" data-type="turn_start" data-turn="{number}"'
+        if start.origin:
+            attrs += f' data-origin="{_esc(start.origin)}"'
+        if turn.human:
+            attrs += " data-human"
+        summary = f"Turn {number} · {_esc(ended)}{steps}{took}{badges}"
+        inner = "".join(turn.body)
+        if turn.human:
+            self.out.append(
+                f'<details class="turn" open {attrs}><summary>{summary}</summary>{inner}</details>'
+            )
+        else:
+            self.out.append(
+                f'<details class="turn" {attrs}><summary>{summary}</summary>'
+                f"<template>{inner}</template></details>"
+            )
+
+    def _line(self, event: Event, kind: str, body: str, extra: str = "") -> str:
+        attrs = f'class="ev t-{event.type}" data-seq="{event.seq}" data-type="{_esc(event.type)}"'
+        origin = ""
+        if event.origin:
+            attrs += f' data-origin="{_esc(event.origin)}"'
+            origin = f'<span class="badge origin">{_esc(event.origin)}</span>'
+        ts = ""
+        if event.ts:
+            # The time of day, to the millisecond; the whole timestamp on hover.
+            clock = event.ts[11:23] if len(event.ts) >= 23 else event.ts
+            ts = f'<span class="ts" title="{_esc(event.ts)}">{_esc(clock)}</span>'
+        return (
+            f'<div {attrs}{extra}><span class="seq">#{event.seq}</span>{ts}'
+            f'<span class="kind">{_esc(kind)}</span>{origin}{body}</div>'
+        )
+
+    def _event(self, event: Event) -> str:
+        data = event.data
+        if isinstance(data, ev.Session):
+            return self._line(event, "session", _esc(data.session_id))
+        if isinstance(data, ev.UserMessage | ev.SystemMessage):
+            kind = "user" if isinstance(data, ev.UserMessage) else "system"
+            note = ""
+            if isinstance(data, ev.UserMessage) and data.injected not in (None, event.origin):
+                note = f'<span class="badge origin">{_esc(data.injected)}</span>'
+            return self._line(event, kind, note + self._text(display_text(data.content)))
+        if isinstance(data, ev.AssistantMessage):
+            return self._line(event, "assistant", self._assistant(data))
+        if isinstance(data, ev.ToolDispatch):
+            self.dispatch_ts[data.call_id] = event.ts
+            body = f"{_esc(data.name or '')}({_esc(data.call_id)})"
+            if data.idempotency:
+                body += f' <span class="badge">{_esc(data.idempotency)}</span>'
+            if data.timeout_s is not None:
+                body += f' <span class="badge">deadline {data.timeout_s:g} s</span>'
+            return self._line(event, "dispatch", body)
+        if isinstance(data, ev.ToolResult):
+            return self._result(event, data)
+        if isinstance(data, ev.ToolPaused):
+            body = f"{_esc(data.name or '')}({_esc(data.call_id)}) waits for {_esc(data.kind)}"
+            if data.until:
+                body += f" until {_esc(data.until)}"
+            return self._line(event, "paused", body + self._text(data.prompt or ""))
+        if isinstance(data, ev.ToolDecision):
+            body = f"{_esc(data.call_id)} {_esc(data.decision)}"
+            if data.by:
+                body += f" by {_esc(data.by)}"
+            return self._line(event, "decision", body + self._text(data.reason or ""))
+        if isinstance(data, ev.RunRevived):
+            return self._line(event, "run revived", f"revival {data.revival}")
+        if isinstance(data, ev.Compaction):
+            body = f"through seq {data.through_seq}" + self._text(display_text(data.summary))
+            return self._line(event, "compaction", body)
+        if isinstance(data, ev.SubagentSpawned | ev.SubagentSettled):
+            body = _esc(data.agent_id)
+            if data.child:
+                child = _esc(data.child)
+                body += f' <span class="badge" data-session="{child}">{child}</span>'
+            if isinstance(data, ev.SubagentSettled) and data.outcome:
+                body += f" {_esc(data.outcome)}"
+            return self._line(event, event.type.replace("_", " "), body)
+        fields = msgspec.json.encode(msgspec.to_builtins(data)).decode()
+        return self._line(event, event.type, self._text(fields))
+
+    def _assistant(self, data: ev.AssistantMessage) -> str:
+        parts = [self._text(display_text(data.content))]
+        for call in data.tool_calls:
+            arguments = msgspec.json.encode(call.arguments).decode()
+            parts.append(
+                f'<div class="call" data-call="{_esc(call.id)}">→ {_esc(call.name)}'
+                f"({_esc(call.id)}){self._text(arguments, sized=True)}</div>"
+            )
+        return "".join(parts)
+
+    def _result(self, event: Event, data: ev.ToolResult) -> str:
+        extra = ""
+        badges = ""
+        if data.risk:
+            extra = f' data-risk="{_esc(data.risk)}" data-rule="{_esc(data.rule or "")}"'
+            word = RISK_WORDS.get(data.risk, data.risk)
+            badges += (
+                f'<span class="badge risk-{_esc(data.risk)}">{_esc(word)} · '
+                f"{_esc(data.rule or '')}</span>"
+            )
+            self.repaired += 1
+            if self.turn is not None:
+                self.turn.repaired += 1
+        if data.risk == "tool_outcome_unknown":
+            extra += " data-human"
+            self.human += 1
+            if self.turn is not None:
+                self.turn.human = True
+        if data.is_error and not data.risk:
+            badges += '<span class="badge error">error</span>'
+        if data.orphaned:
+            badges += '<span class="badge">orphaned: not in the transcript</span>'
+        dispatched = self.dispatch_ts.pop(data.call_id, None)
+        # A result turnlog wrote is not the tool's: it has no duration.
+        took = "" if event.origin else _duration(_seconds_between(dispatched, event.ts))
+        body = (
+            f"{_esc(data.name or '')}({_esc(data.call_id)}) {badges}{took}"
+            f"{self._text(display_text(data.content), sized=True)}"
+        )
+        return self._line(event, "result", body, extra)
+
+    def finish(self) -> Iterator[str]:
+        self._close_turn()
+        title = f"turnlog: {self.session_id}"
+        yield (
+            f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>"
+        )
+        yield (
+            f"<header><h1>{_esc(self.session_id)}</h1>"
+            f'<p class="summary">{self.events:,} events · {self.turns:,} turns · '
+            f"{self.repaired:,} calls answered by turnlog · "
+            f'<b data-needs-human="{self.human}">{self.human:,} need a human</b> '
+            "(outcome unknown)</p>"
+            '<label><input type="checkbox" id="human"> only what needs a human</label> '
+            '<input type="search" id="q" placeholder="search the session"> '
+            '<button id="expand">expand all</button></header><main id="log">'
+        )
+        yield from self.out
+        yield f"</main><script>{_SCRIPT}</script></body></html>\n"
+
+
+def timeline_html(session_id: str, events: Iterable[Event], *, redact: bool = False) -> str:
+    """The session's page, whole. `redact` replaces tool arguments and
+    results with their sizes, for a file that leaves the machine."""
+    page = _Page(session_id, redact)
+    for event in events:
+        page.add(event)
+    return "".join(page.finish())

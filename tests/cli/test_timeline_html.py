@@ -1,0 +1,158 @@
+"""`turnlog show SESSION --html -o FILE`: one self-contained page, its contract held in the file and in a real browser."""
+
+from __future__ import annotations
+
+import html.parser
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import turnlog
+from browser import render
+from paths import ROOT
+from turnlog import ToolCall
+from turnlog.cli import main
+from turnlog.stores import JSONLStore
+
+# Kept after the run, for a person to look at (the path is printed).
+ARTIFACTS = ROOT / ".test-artifacts"
+SECRET = "4111-1111-1111-1111"
+
+
+def session_with_a_crash(root: Path) -> list[turnlog.events.Event]:
+    """Turn 1 finished with a tool call; turn 2 killed with `charge` dispatched
+    and `email` not started, then recovered; turn 3 after it."""
+    with turnlog.open(root, "s1") as log, log.turn():
+        log.user("look up bob")
+        with log.step():
+            call = ToolCall(id="c0", name="lookup", arguments={"who": "bob"})
+            log.assistant("", tool_calls=[call])
+            log.begin_dispatch(call, idempotency="read_only").result("bob <b>is</b> here")
+        with log.step():
+            log.assistant("found bob")
+    log = turnlog.open(root, "s1")
+    log.begin_turn()
+    log.user("pay bob")
+    log.begin_step()
+    calls = [
+        ToolCall(id="c1", name="charge", arguments={"card": SECRET}),
+        ToolCall(id="c2", name="email", arguments={"to": "bob"}),
+    ]
+    log.assistant("paying", tool_calls=calls)
+    log.begin_dispatch(calls[0], idempotency="destructive")
+    log.close()
+    turnlog.open(root, "s1", recover=True).close()
+    with turnlog.open(root, "s1") as log, log.turn():
+        log.user("did it work?")
+    return list(JSONLStore(root).iter_events("s1"))
+
+
+def write_page(root: Path, *extra: str) -> Path:
+    out = root / "timeline.html"
+    result = CliRunner().invoke(
+        main, ["show", str(root / "s1.jsonl"), "--html", "-o", str(out), *extra]
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+class _Elements(html.parser.HTMLParser):
+    """Every start tag's attributes; a template's content is markup here too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def elements(markup: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = _Elements()
+    parser.feed(markup)
+    return parser.tags
+
+
+def check_contract(markup: str, events: list[turnlog.events.Event]) -> None:
+    """Every event an element with data-seq and data-type; synthetic ones with
+    data-origin; results with a risk with data-risk and data-rule."""
+    by_seq = {a["data-seq"]: a for _, a in elements(markup) if a.get("data-seq") is not None}
+    assert sorted(by_seq, key=int) == [str(e.seq) for e in events]
+    for event in events:
+        attrs = by_seq[str(event.seq)]
+        assert attrs["data-type"] == event.type
+        assert attrs.get("data-origin") == event.origin
+        risk = getattr(event.data, "risk", None)
+        if risk is not None:
+            assert attrs["data-risk"] == risk and attrs["data-rule"] == event.data.rule
+
+
+def test_the_page_holds_every_event_and_loads_nothing(tmp_path: Path) -> None:
+    events = session_with_a_crash(tmp_path)
+    markup = write_page(tmp_path).read_text()
+    check_contract(markup, events)
+    # Self-contained: no tag fetches anything, from a network or a file.
+    for tag, attrs in elements(markup):
+        assert not (attrs.get("src") or (tag == "link")), (tag, attrs)
+    assert "http://" not in markup and "https://" not in markup
+    # Text is escaped, never markup.
+    assert "bob &lt;b&gt;is&lt;/b&gt; here" in markup and "<b>is</b>" not in markup
+    # The turn that needs a human is open; the others wait in a template.
+    assert re.search(r'<details class="turn" open [^>]*data-turn="2"[^>]*data-human', markup)
+    assert markup.count("<template>") == 2
+
+
+def test_redact_shows_sizes_instead_of_arguments_and_results(tmp_path: Path) -> None:
+    session_with_a_crash(tmp_path)
+    markup = write_page(tmp_path, "--redact").read_text()
+    assert SECRET not in markup and "bob &lt;b&gt;" not in markup
+    assert re.search(r"\(\d+ bytes\)", markup)
+
+
+def test_html_options_need_html_and_a_file(tmp_path: Path) -> None:
+    session_with_a_crash(tmp_path)
+    result = CliRunner().invoke(main, ["show", str(tmp_path / "s1.jsonl"), "--redact"])
+    assert result.exit_code != 0 and "hint:" in result.output
+
+
+def test_the_page_in_a_browser(tmp_path: Path) -> None:
+    """Rendered by headless Chromium: the DOM after its script ran holds the
+    contract, the console is silent, and the address opens every turn,
+    keeps what needs a human, or searches. A screenshot is kept."""
+    events = session_with_a_crash(tmp_path)
+    page = write_page(tmp_path)
+    url = page.as_uri()
+    everything = render(url + "#all")
+    assert everything.console == []
+    check_contract(everything.dom, events)
+    assert "<template>" not in everything.dom  # every turn opened, its content put in
+    collapsed = render(url)
+    assert collapsed.console == [] and collapsed.dom.count("<template>") == 2
+    human = render(url + "#human")
+    assert '<body class="human-only">' in human.dom
+    searched = render(url + "#q=charge")
+    lines = [a for t, a in elements(searched.dom) if t == "div" and a.get("data-seq")]
+    hidden = {a["data-seq"] for a in lines if "hidden" in (a.get("class") or "").split()}
+    shown = {a["data-seq"] for a in lines} - hidden
+    # The lines that name the charge stay; the rest are hidden.
+    charge_lines = {str(e.seq) for e in events if "charge" in repr(e.data)}
+    assert shown == charge_lines and hidden
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "timeline.png"
+    render(url, screenshot=shot)
+    assert shot.stat().st_size > 10_000
+    print(f"\nscreenshot of the timeline: {shot}")
+
+
+@pytest.mark.parametrize("marker", ["#all", ""])
+def test_a_long_session_renders_without_console_errors(tmp_path: Path, marker: str) -> None:
+    with turnlog.open(tmp_path, "s1") as log:
+        for number in range(200):
+            with log.turn():
+                log.user(f"question {number}")
+                with log.step():
+                    log.assistant(f"answer {number}")
+    page = write_page(tmp_path)
+    assert render(page.as_uri() + marker).console == []
