@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/rescue_scan.py || status=1; \
 	$(BIN)/python bench/cold_start.py --record || status=1; \
 	$(BIN)/python bench/engine_guard.py --record || status=1; \
+	$(BIN)/python bench/timeline.py --record || status=1; \
 	exit $$status
 
 clean:

@@ -42,3 +42,20 @@ def test_the_engine_guard_bench_runs_and_reports_every_subject() -> None:
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ") and "µs" in line]
     assert len(rows) == 4, result.stdout
     assert "the guard adds" in result.stdout
+
+
+def test_the_timeline_bench_runs_and_judges_its_targets() -> None:
+    """bench/timeline.py at a small size: both subjects timed, both targets judged."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "timeline.py"),
+            *("--events", "300", "--rounds", "1", "--warmup", "0"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert "Traceback" not in result.stderr, result.stderr[-4000:]
+    assert result.stdout.count("target: ") == 2, result.stdout

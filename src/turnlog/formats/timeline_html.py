@@ -129,6 +129,8 @@ class _Page:
         self.turns = 0
         self.repaired = 0
         self.human = 0
+        self.first_ts: str | None = None
+        self.last_ts: str | None = None
 
     # -- text --------------------------------------------------------------
 
@@ -228,9 +230,11 @@ class _Page:
             origin = f'<span class="badge origin">{_esc(event.origin)}</span>'
         ts = ""
         if event.ts:
-            # The time of day, to the millisecond; the whole timestamp on hover.
+            # The time of day, to the millisecond; the header gives the dates.
             clock = event.ts[11:23] if len(event.ts) >= 23 else event.ts
-            ts = f'<span class="ts" title="{_esc(event.ts)}">{_esc(clock)}</span>'
+            ts = f'<span class="ts">{_esc(clock)}</span>'
+            self.first_ts = self.first_ts or event.ts
+            self.last_ts = event.ts
         return (
             f'<div {attrs}{extra}><span class="seq">#{event.seq}</span>{ts}'
             f'<span class="kind">{_esc(kind)}</span>{origin}{body}</div>'
@@ -325,6 +329,11 @@ class _Page:
         )
         return self._line(event, "result", body, extra)
 
+    def _span(self) -> str:
+        if self.first_ts is None or self.last_ts is None:
+            return ""
+        return f"{_esc(self.first_ts)} to {_esc(self.last_ts)} · "
+
     def finish(self) -> Iterator[str]:
         self._close_turn()
         title = f"turnlog: {self.session_id}"
@@ -335,7 +344,7 @@ class _Page:
         )
         yield (
             f"<header><h1>{_esc(self.session_id)}</h1>"
-            f'<p class="summary">{self.events:,} events · {self.turns:,} turns · '
+            f'<p class="summary">{self._span()}{self.events:,} events · {self.turns:,} turns · '
             f"{self.repaired:,} calls answered by turnlog · "
             f'<b data-needs-human="{self.human}">{self.human:,} need a human</b> '
             "(outcome unknown)</p>"
