@@ -95,6 +95,15 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     extra: dict[str, Any] | None = None
 
 
+class TokenUsage(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """What one model request cost, as the provider reported it, and the
+    model that answered; every field optional (format 1, added later)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    model: str | None = None
+
+
 # -- payloads ---------------------------------------------------------------
 
 
@@ -130,6 +139,8 @@ class AssistantMessage(_Data):
     TYPE = "assistant_message"
     content: Content = ""
     tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    # The request's token usage; ignored by the fold and by every export.
+    usage: TokenUsage | None = None
 
 
 class ToolResult(_Data):

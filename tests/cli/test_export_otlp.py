@@ -185,3 +185,18 @@ def test_bad_endpoints_and_headers_are_refused_with_a_hint(
     result = CliRunner().invoke(main, ["export", path, "--to", "otlp-json", *args])
     assert result.exit_code != 0 and said in result.output + result.stderr
     assert "hint:" in result.output + result.stderr
+
+
+def test_a_steps_token_usage_is_on_its_chat_span(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path, "s1") as log, log.turn():
+        log.user("hi")
+        with log.step():
+            usage = turnlog.events.TokenUsage(input_tokens=412, output_tokens=96, model="m-1")
+            log.assistant("hello", usage=usage)
+    spans = spans_of(
+        parsed(json.loads(export(str(tmp_path / "s1.jsonl"), "--to", "otlp-json").stdout))
+    )
+    (chat,) = [span for span in spans if span.name == "chat"]
+    assert attrs(chat)["gen_ai.usage.input_tokens"] == 412
+    assert attrs(chat)["gen_ai.usage.output_tokens"] == 96
+    assert attrs(chat)["gen_ai.response.model"] == "m-1"

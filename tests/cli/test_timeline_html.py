@@ -104,6 +104,16 @@ def test_the_page_holds_every_event_and_loads_nothing(tmp_path: Path) -> None:
     assert markup.count("<template>") == 2
 
 
+def test_a_replys_token_usage_is_shown(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path, "s1") as log, log.turn():
+        log.user("hi")
+        with log.step():
+            usage = turnlog.events.TokenUsage(input_tokens=1234, output_tokens=56, model="m-1")
+            log.assistant("hello", usage=usage)
+    markup = write_page(tmp_path).read_text()
+    assert 'data-tokens="1,234 in · 56 out · m-1"' in markup
+
+
 def test_redact_shows_sizes_instead_of_arguments_and_results(tmp_path: Path) -> None:
     session_with_a_crash(tmp_path)
     markup = write_page(tmp_path, "--redact").read_text()

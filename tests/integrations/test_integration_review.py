@@ -79,6 +79,32 @@ def test_pydantic_ai_structured_output_ends_the_turn_complete(tmp_path: Path) ->
     exports_valid(tmp_path, "p")
 
 
+def test_pydantic_ai_each_model_response_records_its_usage(tmp_path: Path) -> None:
+    """The capability records the response's token usage and model on the
+    assistant message: what the timeline and the traces show per step."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import RequestUsage
+
+    from turnlog.integrations.pydantic_ai import TurnlogCapability
+
+    def answer(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(
+            parts=[TextPart("hi")], usage=RequestUsage(input_tokens=21, output_tokens=4)
+        )
+
+    agent = Agent(FunctionModel(answer, model_name="scripted"))
+
+    async def main() -> None:
+        async with TurnlogCapability(tmp_path, "u") as cap:
+            await agent.run("hello", capabilities=[cap])
+
+    asyncio.run(main())
+    (usage,) = [e.data.usage for e in events_of(tmp_path, "u") if e.type == "assistant_message"]
+    assert usage == ev.TokenUsage(input_tokens=21, output_tokens=4, model="scripted")
+
+
 def test_pydantic_ai_retry_prompts_answer_their_calls_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:

@@ -209,3 +209,48 @@ def test_request_check_modes(caplog: pytest.LogCaptureFixture) -> None:
         assert check_request("openai-chat", bad, messages, "off") == []
     with pytest.raises(turnlog.UsageError):
         check_request("openai-chat", good, messages, "loud")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fixtures", "make"),
+    [
+        (
+            ("anthropic-1-thinking-tool", "anthropic-2-final"),
+            lambda r: AnthropicModel(anthropic_client(r), model="claude-test", check="strict"),
+        ),
+        (
+            ("openai-chat-1-tool", "openai-chat-2-final"),
+            lambda r: OpenAIChatModel(openai_client(r), model="gpt-4.1", check="strict"),
+        ),
+        (
+            ("openai-responses-1-reasoning-tool", "openai-responses-2-final"),
+            lambda r: OpenAIResponsesModel(openai_client(r), model="o4-mini", check="strict"),
+        ),
+    ],
+    ids=["anthropic", "openai-chat", "openai-responses"],
+)
+def test_each_reply_records_its_token_usage_and_never_sends_it(
+    tmp_path: Path, fixtures: tuple[str, str], make: Any
+) -> None:
+    replay = Replay(*fixtures)
+    with turnlog.open(tmp_path, "u") as log:
+        run_turn(log, make(replay), WEATHER, "Weather in Oslo and Bergen?")
+    recorded = [
+        e.data.usage
+        for e in turnlog.JSONLStore(tmp_path).read("u")
+        if isinstance(e.data, ev.AssistantMessage)
+    ]
+    expected = []
+    for response in replay.responses:
+        usage = response["usage"]
+        expected.append(
+            ev.TokenUsage(
+                input_tokens=usage.get("input_tokens", usage.get("prompt_tokens")),
+                output_tokens=usage.get("output_tokens", usage.get("completion_tokens")),
+                model=response["model"],
+            )
+        )
+    assert recorded == expected
+    # The usage is the log's, never part of a request.
+    sent = json.dumps(replay.sent)
+    assert '"input_tokens"' not in sent and '"prompt_tokens"' not in sent

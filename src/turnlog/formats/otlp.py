@@ -178,6 +178,10 @@ class _Builder:
     def _asked(self, event: Event, data: ev.AssistantMessage, now: int) -> None:
         if self.content and self.step is not None and display_text(data.content):
             self.step.attrs["gen_ai.output.messages"] = display_text(data.content)
+        if data.usage is not None and self.step is not None:
+            self.step.attrs["gen_ai.usage.input_tokens"] = data.usage.input_tokens
+            self.step.attrs["gen_ai.usage.output_tokens"] = data.usage.output_tokens
+            self.step.attrs["gen_ai.response.model"] = data.usage.model
         for call in data.tool_calls:
             attrs: dict[str, Any] = {
                 "gen_ai.operation.name": "execute_tool",

@@ -49,7 +49,7 @@ font:12px/1.4 ui-monospace,monospace;background:#f1f3f6;padding:4px 6px;border-r
 .badge{display:inline-block;border-radius:10px;padding:0 7px;font-size:12px;margin-right:4px}
 .origin{background:#fff3c4;color:#6b5200}.risk-tool_outcome_unknown{background:#c62828;color:#fff}
 .risk-tool_not_started{background:#f2c94c;color:#3b2f00}.error{background:#fbe0e0;color:#8a1c1c}
-.ended-interrupted,.ended-error{color:#c62828}.hidden{display:none}
+.ended-interrupted,.ended-error{color:#c62828}.usage{background:#e8eef9;color:#2a3f6b}.hidden{display:none}
 body.human-only details.turn:not([data-human]){display:none}
 """
 
@@ -289,7 +289,7 @@ class _Page:
         return self._line(event, event.type, self._text(fields))
 
     def _assistant(self, data: ev.AssistantMessage) -> str:
-        parts = [self._text(display_text(data.content))]
+        parts = [self._usage(data.usage), self._text(display_text(data.content))]
         for call in data.tool_calls:
             arguments = msgspec.json.encode(call.arguments).decode()
             parts.append(
@@ -297,6 +297,19 @@ class _Page:
                 f"({_esc(call.id)}){self._text(arguments, sized=True)}</div>"
             )
         return "".join(parts)
+
+    def _usage(self, usage: ev.TokenUsage | None) -> str:
+        if usage is None:
+            return ""
+        words = []
+        if usage.input_tokens is not None:
+            words.append(f"{usage.input_tokens:,} in")
+        if usage.output_tokens is not None:
+            words.append(f"{usage.output_tokens:,} out")
+        if usage.model:
+            words.append(usage.model)
+        tokens = " · ".join(words)
+        return f'<span class="badge usage" data-tokens="{_esc(tokens)}">{_esc(tokens)}</span>'
 
     def _result(self, event: Event, data: ev.ToolResult) -> str:
         extra = ""

@@ -233,9 +233,13 @@ class AsyncLog:
         return await self._run_light(self.log.user, content, injected=injected)
 
     async def assistant(
-        self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
+        self,
+        content: Content = "",
+        tool_calls: Sequence[ToolCall] = (),
+        *,
+        usage: ev.TokenUsage | None = None,
     ) -> Event[ev.AssistantMessage]:
-        return await self._run_light(self.log.assistant, content, tool_calls)
+        return await self._run_light(self.log.assistant, content, tool_calls, usage=usage)
 
     async def pause(
         self,

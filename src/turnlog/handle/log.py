@@ -229,11 +229,18 @@ class Log:
         return self.append(ev.UserMessage(content=content, injected=injected))
 
     def assistant(
-        self, content: Content = "", tool_calls: Sequence[ToolCall] = ()
+        self,
+        content: Content = "",
+        tool_calls: Sequence[ToolCall] = (),
+        *,
+        usage: ev.TokenUsage | None = None,
     ) -> Event[ev.AssistantMessage]:
-        """Append an assistant message; the event it returns is typed, so
+        """Append an assistant message (with the request's token usage, when
+        the provider reported it); the event it returns is typed, so
         `msg.data.tool_calls` type-checks."""
-        return self.append(ev.AssistantMessage(content=content, tool_calls=list(tool_calls)))
+        return self.append(
+            ev.AssistantMessage(content=content, tool_calls=list(tool_calls), usage=usage)
+        )
 
     # -- structure ---------------------------------------------------------------
 

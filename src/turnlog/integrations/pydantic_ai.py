@@ -28,7 +28,7 @@ from pydantic_ai.exceptions import ModelRetry, SkipToolExecution, ToolFailed
 from turnlog import events as ev
 from turnlog.core.fold import Message
 from turnlog.errors import UsageError
-from turnlog.events import ToolCall
+from turnlog.events import TokenUsage, ToolCall
 from turnlog.handle.log import Log
 from turnlog.integrations import (
     AheadCall,
@@ -252,7 +252,7 @@ class TurnlogCapability(AbstractCapability[Any]):
                         id=part.tool_call_id, name=part.tool_name, arguments=part.args_as_dict()
                     )
                 )
-        await self.log.assistant(parts, calls)
+        await self.log.assistant(parts, calls, usage=_usage_of(response))
         return response
 
     async def before_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any) -> Any:
@@ -550,3 +550,14 @@ def to_model_messages(messages: list[Message] | tuple[Message, ...]) -> list[pm.
                 out.append(pm.ModelResponse(parts=parts))
     flush()
     return out
+
+
+def _usage_of(response: Any) -> TokenUsage | None:
+    """The response's token usage and model, as Pydantic AI reports them."""
+    usage = getattr(response, "usage", None)
+    found = TokenUsage(
+        input_tokens=getattr(usage, "input_tokens", None) or None,
+        output_tokens=getattr(usage, "output_tokens", None) or None,
+        model=getattr(response, "model_name", None),
+    )
+    return found if found != TokenUsage() else None

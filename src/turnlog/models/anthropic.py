@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from turnlog.core.fold import Message
-from turnlog.events import ToolCall
+from turnlog.events import TokenUsage, ToolCall
 from turnlog.models.request_check import CheckMode, rendered
 from turnlog.runtime.loop import Reply
 
@@ -48,7 +48,19 @@ def reply_of(response: Any) -> Reply:
             calls.append(
                 ToolCall(id=data["id"], name=data["name"], arguments=data.get("input", {}))
             )
-    return Reply(content=parts, tool_calls=tuple(calls))
+    return Reply(content=parts, tool_calls=tuple(calls), usage=_usage(response))
+
+
+def _usage(response: Any) -> TokenUsage | None:
+    """The message's token usage and model, when it reports them."""
+    data = response if isinstance(response, dict) else _dump(response)
+    usage = data.get("usage") or {}
+    found = TokenUsage(
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+        model=data.get("model"),
+    )
+    return found if found != TokenUsage() else None
 
 
 class AnthropicModel(Generic[C]):

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from turnlog.core.fold import Message
-from turnlog.events import ToolCall
+from turnlog.events import TokenUsage, ToolCall
 from turnlog.models.request_check import CheckMode, rendered
 from turnlog.runtime.loop import Reply
 
@@ -37,9 +37,21 @@ def _arguments(raw: Any) -> Any:
         return raw
 
 
+def _usage(data: dict[str, Any], input_key: str, output_key: str) -> TokenUsage | None:
+    """The response's token usage and model, when it reports them."""
+    usage = data.get("usage") or {}
+    found = TokenUsage(
+        input_tokens=usage.get(input_key),
+        output_tokens=usage.get(output_key),
+        model=data.get("model"),
+    )
+    return found if found != TokenUsage() else None
+
+
 def chat_reply_of(response: Any) -> Reply:
     """A `ChatCompletion` as a Reply: the first choice's text and tool calls."""
-    message = _data(response)["choices"][0]["message"]
+    data = _data(response)
+    message = data["choices"][0]["message"]
     calls = tuple(
         ToolCall(
             id=call["id"],
@@ -48,7 +60,11 @@ def chat_reply_of(response: Any) -> Reply:
         )
         for call in message.get("tool_calls") or ()
     )
-    return Reply(content=message.get("content") or "", tool_calls=calls)
+    return Reply(
+        content=message.get("content") or "",
+        tool_calls=calls,
+        usage=_usage(data, "prompt_tokens", "completion_tokens"),
+    )
 
 
 def responses_reply_of(response: Any) -> Reply:
@@ -57,7 +73,8 @@ def responses_reply_of(response: Any) -> Reply:
     tool calls keeping their item id."""
     parts: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
-    for item in _data(response).get("output", []):
+    data = _data(response)
+    for item in data.get("output", []):
         kind = item.get("type")
         if kind == "reasoning":
             parts.append(item)
@@ -75,7 +92,8 @@ def responses_reply_of(response: Any) -> Reply:
                     extra=extra,
                 )
             )
-    return Reply(content=parts, tool_calls=tuple(calls))
+    usage = _usage(data, "input_tokens", "output_tokens")
+    return Reply(content=parts, tool_calls=tuple(calls), usage=usage)
 
 
 class _OpenAIModel(Generic[C]):

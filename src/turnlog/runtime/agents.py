@@ -9,7 +9,7 @@ import msgspec
 
 from turnlog.core.fold import Message
 from turnlog.core.pauses import Awaiting
-from turnlog.events import Content, IdempotencyValue, ToolCall, check_idempotency
+from turnlog.events import Content, IdempotencyValue, TokenUsage, ToolCall, check_idempotency
 from turnlog.runtime import background
 from turnlog.runtime.budgets import Budget, seconds
 
@@ -27,6 +27,8 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
     content: Content = ""
     tool_calls: tuple[ToolCall, ...] = ()
     awaiting: tuple[Awaiting, ...] = ()
+    # The request's token usage, recorded on the assistant message.
+    usage: TokenUsage | None = None
 
     @property
     def paused(self) -> bool:

@@ -309,7 +309,7 @@ async def arun_turn(
             await log.call(background.deliver_reports, log.log, notice_style)
             async with log.step():
                 reply = await _maybe_await(model(await log.messages()))
-                await log.assistant(reply.content, reply.tool_calls)
+                await log.assistant(reply.content, reply.tool_calls, usage=reply.usage)
                 to_pause, calls = approvals.split_step(tools, reply.tool_calls)
                 for paused_call, kind in to_pause:
                     await log.pause(paused_call.id, kind=kind)

@@ -292,7 +292,7 @@ def run_turn(
             background.deliver_reports(log, notice_style)
             with log.step():
                 reply = model(log.messages)
-                log.assistant(reply.content, reply.tool_calls)
+                log.assistant(reply.content, reply.tool_calls, usage=reply.usage)
                 to_pause, to_run = approvals.split_step(tools, reply.tool_calls)
                 for call, kind in to_pause:
                     log.pause(call.id, kind=kind)
