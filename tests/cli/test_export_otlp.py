@@ -200,3 +200,18 @@ def test_a_steps_token_usage_is_on_its_chat_span(tmp_path: Path) -> None:
     assert attrs(chat)["gen_ai.usage.input_tokens"] == 412
     assert attrs(chat)["gen_ai.usage.output_tokens"] == 96
     assert attrs(chat)["gen_ai.response.model"] == "m-1"
+
+
+def test_an_imported_claude_code_session_exports_the_same_way(tmp_path: Path) -> None:
+    import foreign_fixtures
+
+    path = foreign_fixtures.cc_parallel_one_answered(tmp_path / "cc")
+    store = tmp_path / "store"
+    result = CliRunner().invoke(main, ["import", "claude-code", str(path), "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    (session,) = store.glob("*.jsonl")
+    spans = spans_of(parsed(json.loads(export(str(session), "--to", "otlp-json").stdout)))
+    tools = [span for span in spans if span.name.startswith("execute_tool")]
+    assert tools and {attrs(span)["gen_ai.operation.name"] for span in tools} == {"execute_tool"}
+    # The crash the file shows: its open calls' spans end at the last event, marked.
+    assert any(attrs(span).get("turnlog.unfinished") for span in tools)

@@ -166,3 +166,32 @@ def test_a_long_session_renders_without_console_errors(tmp_path: Path, marker: s
                     log.assistant(f"answer {number}")
     page = write_page(tmp_path)
     assert render(page.as_uri() + marker).console == []
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [("cc_parallel_one_answered", "claude-code"), ("cx_exec_end_no_output", "codex")],
+)
+def test_a_claude_code_or_codex_file_is_shown_with_doctors_verdicts_and_never_changed(
+    tmp_path: Path, make: str, kind: str
+) -> None:
+    import foreign_fixtures
+    from turnlog.formats.rescue import diagnose
+
+    path = getattr(foreign_fixtures, make)(tmp_path)
+    before = path.read_bytes()
+    found = diagnose(str(path), kind)
+    assert found.owed  # the fixture leaves calls unanswered
+    out = tmp_path / "page.html"
+    args = ["show", str(path), "--kind", kind, "--html", "-o", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == before
+    verdicts = [a for t, a in elements(out.read_text()) if a.get("data-type") == "verdict"]
+    assert [(a["data-call"], a["data-risk"], a["data-rule"]) for a in verdicts] == [
+        (owed.call_id, owed.risk or "", owed.rule or "") for owed in found.owed
+    ]
+    # The terminal view says the same, and JSON carries the verdicts.
+    text = CliRunner().invoke(main, ["show", str(path), "--kind", kind])
+    assert text.exit_code == 0 and f"unanswered {found.owed[0].call_id}" in text.output
+    assert path.read_bytes() == before

@@ -6,6 +6,7 @@ import collections
 import datetime as dt
 import sys
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +25,9 @@ from turnlog.cli._common import (
 from turnlog.cli.numbers import WholeNumber
 from turnlog.errors import UsageError
 from turnlog.stores import existing_store, resolve_session
+
+if TYPE_CHECKING:
+    from turnlog.formats.timeline_html import Verdict
 
 
 @click.command("show")
@@ -67,6 +71,12 @@ from turnlog.stores import existing_store, resolve_session
     is_flag=True,
     help="With --html: tool arguments and results shown as their sizes only.",
 )
+@click.option(
+    "--kind",
+    type=click.Choice(["claude-code", "codex", "auto"]),
+    help="SESSION is a Claude Code or Codex transcript file, read and never changed; "
+    "each unanswered call shows what `turnlog doctor` would answer.",
+)
 @store_option
 @json_option
 @_reports_errors
@@ -79,6 +89,7 @@ def show_command(
     as_html: bool,
     output: str | None,
     redact: bool,
+    kind: str | None,
     store_url: str | None,
     as_json: bool,
 ) -> None:
@@ -88,10 +99,21 @@ def show_command(
     filters combine: --turn, then --since, then --tail. With --html -o FILE,
     the same as one HTML page that opens offline (docs/observability.md).
     """
-    store, session_id = resolve_session(session, store_url)
-    events = _selected(_events(store, session_id), turn=turn, since=_instant(since), tail=tail)
+    verdicts: list[Verdict] = []
+    read: Iterable[ev.Event]
+    if kind is not None:
+        session_id, read, verdicts = _foreign(session, kind, store_url)
+    else:
+        store, session_id = resolve_session(session, store_url)
+        read = _events(store, session_id)
+    events = _selected(read, turn=turn, since=_instant(since), tail=tail)
     if as_html or output is not None or redact:
-        _write_html(session_id, events, as_html=as_html, output=output, redact=redact)
+        _write_html(
+            session_id, events, as_html=as_html, output=output, redact=redact, verdicts=verdicts
+        )
+        return
+    if kind is not None:
+        _show_foreign(session_id, events, verdicts, full=full, as_json=as_json)
         return
     if as_json:
         _stream_json({"session_id": session_id, "events": (ev.to_builtins(e) for e in events)})
@@ -113,8 +135,64 @@ def show_command(
             )
 
 
+def _foreign(
+    path: str, kind: str, store_url: str | None
+) -> tuple[str, list[ev.Event], list[Verdict]]:
+    """A Claude Code or Codex file's events and doctor's verdicts, read only."""
+    from turnlog.formats.repair_lines import owed_outputs
+    from turnlog.formats.rescue import read_transcript
+    from turnlog.formats.timeline_html import Verdict
+
+    if store_url is not None:
+        raise UsageError(
+            "--kind reads a transcript file, not a store",
+            hint="drop --store, or import the file first (turnlog import) and show the session",
+        )
+    transcript = read_transcript(path, kind)
+    verdicts = [
+        Verdict(call_id=owed.call_id, risk=owed.risk, rule=owed.rule, text=owed.text)
+        for owed in owed_outputs(transcript)
+    ]
+    return transcript.session_id, transcript.events, verdicts
+
+
+def _show_foreign(
+    session_id: str,
+    events: Iterable[ev.Event],
+    verdicts: list[Verdict],
+    *,
+    full: bool,
+    as_json: bool,
+) -> None:
+    if as_json:
+        _stream_json(
+            {
+                "session_id": session_id,
+                "events": (ev.to_builtins(e) for e in events),
+                "verdicts": [_to_builtins(v.__dict__) for v in verdicts],
+            }
+        )
+        return
+    from turnlog.cli.render import render_timeline
+
+    console = _console()
+    render_timeline(console, events, full=full)
+    for verdict in verdicts:
+        answer = f"{verdict.risk} {verdict.rule or ''}"
+        console.print(
+            f"unanswered {verdict.call_id}: doctor would answer {answer}",
+            style="bold red" if verdict.risk == "tool_outcome_unknown" else "yellow",
+        )
+
+
 def _write_html(
-    session_id: str, events: Iterable[ev.Event], *, as_html: bool, output: str | None, redact: bool
+    session_id: str,
+    events: Iterable[ev.Event],
+    *,
+    as_html: bool,
+    output: str | None,
+    redact: bool,
+    verdicts: list[Verdict],
 ) -> None:
     if not as_html or output is None:
         raise UsageError(
@@ -123,7 +201,7 @@ def _write_html(
         )
     from turnlog.formats.timeline_html import timeline_html
 
-    page = timeline_html(session_id, events, redact=redact).encode()
+    page = timeline_html(session_id, events, redact=redact, verdicts=verdicts).encode()
     if output == "-":
         sys.stdout.buffer.write(page)
         sys.stdout.flush()

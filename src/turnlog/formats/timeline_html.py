@@ -49,7 +49,9 @@ font:12px/1.4 ui-monospace,monospace;background:#f1f3f6;padding:4px 6px;border-r
 .badge{display:inline-block;border-radius:10px;padding:0 7px;font-size:12px;margin-right:4px}
 .origin{background:#fff3c4;color:#6b5200}.risk-tool_outcome_unknown{background:#c62828;color:#fff}
 .risk-tool_not_started{background:#f2c94c;color:#3b2f00}.error{background:#fbe0e0;color:#8a1c1c}
-.ended-interrupted,.ended-error{color:#c62828}.usage{background:#e8eef9;color:#2a3f6b}.hidden{display:none}
+.ended-interrupted,.ended-error{color:#c62828}.usage{background:#e8eef9;color:#2a3f6b}
+.verdict{margin:2px 0 2px 18px;padding:2px 6px;border:1px dashed #c62828;border-radius:4px}
+.hidden{display:none}
 body.human-only details.turn:not([data-human]){display:none}
 """
 
@@ -116,10 +118,22 @@ class _Turn:
     end_ts: str | None = None
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What a repair would answer for a call the file leaves unanswered
+    (`doctor`'s verdict on a Claude Code or Codex transcript), shown, not written."""
+
+    call_id: str
+    risk: str | None
+    rule: str | None
+    text: str
+
+
 class _Page:
-    def __init__(self, session_id: str, redact: bool) -> None:
+    def __init__(self, session_id: str, redact: bool, verdicts: dict[str, Verdict]) -> None:
         self.session_id = session_id
         self.redact = redact
+        self.verdicts = verdicts
         self.out: list[str] = []
         self.turn: _Turn | None = None
         self.step_open = False
@@ -294,9 +308,28 @@ class _Page:
             arguments = msgspec.json.encode(call.arguments).decode()
             parts.append(
                 f'<div class="call" data-call="{_esc(call.id)}">→ {_esc(call.name)}'
-                f"({_esc(call.id)}){self._text(arguments, sized=True)}</div>"
+                f"({_esc(call.id)}){self._text(arguments, sized=True)}"
+                f"{self._verdict(call.id)}</div>"
             )
         return "".join(parts)
+
+    def _verdict(self, call_id: str) -> str:
+        verdict = self.verdicts.get(call_id)
+        if verdict is None:
+            return ""
+        risk = verdict.risk or ""
+        word = RISK_WORDS.get(risk, risk or "answered")
+        if risk == "tool_outcome_unknown":
+            self.human += 1
+            if self.turn is not None:
+                self.turn.human = True
+        return (
+            f'<div class="verdict" data-type="verdict" data-call="{_esc(call_id)}" '
+            f'data-risk="{_esc(risk)}" data-rule="{_esc(verdict.rule or "")}">'
+            f'<span class="kind">unanswered in the file; doctor would answer</span>'
+            f'<span class="badge risk-{_esc(risk)}">{_esc(word)} · {_esc(verdict.rule or "")}'
+            f"</span>{self._text(verdict.text)}</div>"
+        )
 
     def _usage(self, usage: ev.TokenUsage | None) -> str:
         if usage is None:
@@ -369,10 +402,17 @@ class _Page:
         yield f"</main><script>{_SCRIPT}</script></body></html>\n"
 
 
-def timeline_html(session_id: str, events: Iterable[Event], *, redact: bool = False) -> str:
+def timeline_html(
+    session_id: str,
+    events: Iterable[Event],
+    *,
+    redact: bool = False,
+    verdicts: Iterable[Verdict] = (),
+) -> str:
     """The session's page, whole. `redact` replaces tool arguments and
-    results with their sizes, for a file that leaves the machine."""
-    page = _Page(session_id, redact)
+    results with their sizes, for a file that leaves the machine;
+    `verdicts` are shown beside the calls a foreign file left unanswered."""
+    page = _Page(session_id, redact, {verdict.call_id: verdict for verdict in verdicts})
     for event in events:
         page.add(event)
     return "".join(page.finish())
