@@ -215,3 +215,30 @@ def test_an_imported_claude_code_session_exports_the_same_way(tmp_path: Path) ->
     assert tools and {attrs(span)["gen_ai.operation.name"] for span in tools} == {"execute_tool"}
     # The crash the file shows: its open calls' spans end at the last event, marked.
     assert any(attrs(span).get("turnlog.unfinished") for span in tools)
+
+
+def test_sweep_sends_the_trace_of_each_session_it_repaired(
+    tmp_path: Path, receiver: tuple[str, list[tuple[str, dict[str, str], bytes]]]
+) -> None:
+    url, received = receiver
+    crashed_session(tmp_path, recover=False)
+    with turnlog.open(tmp_path, "fine") as log, log.turn():
+        log.user("nothing crashed here")
+    args = ["sweep", "--store", str(tmp_path), "--otlp-endpoint", url]
+    result = CliRunner().invoke(main, [*args, "--otlp-header", "x-key=k1"])
+    assert result.exit_code == 0, result.output
+    ((where, headers, body),) = received  # only the repaired session
+    assert where == "/v1/traces" and headers["x-key"] == "k1"
+    spans = spans_of(parsed(json.loads(body)))
+    assert {attrs(s).get("turnlog.rule") for s in spans} >= {"R1", "R2"}
+    assert not any(attrs(s).get("turnlog.unfinished") for s in spans)
+    assert "k1" not in result.output + result.stderr
+
+
+def test_sweep_refuses_a_bad_endpoint_before_repairing(tmp_path: Path) -> None:
+    crashed_session(tmp_path, recover=False)
+    before = (tmp_path / "s1.jsonl").read_bytes()
+    args = ["sweep", "--store", str(tmp_path), "--otlp-endpoint", "collector:4318"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code != 0 and "hint:" in result.output + result.stderr
+    assert (tmp_path / "s1.jsonl").read_bytes() == before

@@ -195,3 +195,34 @@ def test_a_claude_code_or_codex_file_is_shown_with_doctors_verdicts_and_never_ch
     text = CliRunner().invoke(main, ["show", str(path), "--kind", kind])
     assert text.exit_code == 0 and f"unanswered {found.owed[0].call_id}" in text.output
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_the_page_and_the_trace_of_a_database_session(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """The same page and trace from turnlog's SQLite and PostgreSQL stores."""
+    import json
+
+    from conftest import make_store
+
+    store = make_store(kind, tmp_path, request)
+    log = turnlog.open(store, "s1")
+    log.begin_turn()
+    log.user("pay bob")
+    log.begin_step()
+    log.assistant("", tool_calls=[ToolCall(id="c1", name="charge")])
+    log.begin_dispatch(ToolCall(id="c1", name="charge"), idempotency="destructive")
+    log.close()
+    turnlog.open(store, "s1", recover=True).close()
+    events = list(store.iter_events("s1"))
+    out = tmp_path / "page.html"
+    args = ["show", "s1", "--store", store.url, "--html", "-o", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    check_contract(out.read_text(), events)
+    trace = CliRunner().invoke(main, ["export", "s1", "--store", store.url, "--to", "otlp-json"])
+    assert trace.exit_code == 0, trace.output
+    spans = json.loads(trace.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    rules = [a["value"] for s in spans for a in s["attributes"] if a["key"] == "turnlog.rule"]
+    assert rules == [{"stringValue": "R1"}]

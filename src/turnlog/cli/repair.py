@@ -271,6 +271,17 @@ def _not_revived(node: dict[str, Any], *, as_json: bool) -> NoReturn:
     "expires only at its own deadline.",
 )
 @max_revivals_option("The revival cap for --revive.")
+@click.option(
+    "--otlp-endpoint",
+    help="Send the trace of each session this sweep repaired to this OTLP/HTTP endpoint.",
+)
+@click.option(
+    "--otlp-header",
+    "otlp_headers",
+    multiple=True,
+    metavar="K=V",
+    help="A header sent to --otlp-endpoint (auth); never printed.",
+)
 @json_option
 @_reports_errors
 def sweep_command(
@@ -280,6 +291,8 @@ def sweep_command(
     revive: bool,
     paused_max_age_s: float | None,
     max_revivals: int,
+    otlp_endpoint: str | None,
+    otlp_headers: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Recover every crashed session in the store (--store, as every command
@@ -300,6 +313,12 @@ def sweep_command(
         )
     store = existing_store(store_url or store_positional)
     console = _console()
+    if otlp_endpoint is not None:
+        from turnlog.cli.traces import parse_headers, traces_url
+
+        # Checked before anything is repaired: a bad address is a usage error.
+        traces_url(otlp_endpoint)
+        parse_headers(otlp_headers)
     done = sweep(
         store,
         older_than_s=older_than_s,
@@ -310,6 +329,10 @@ def sweep_command(
     )
     # A cron sweeper must not report success for a repair that failed.
     failed = sum(item.action == "failed" for item in done)
+    if otlp_endpoint is not None:
+        from turnlog.cli.traces import send_repaired
+
+        failed += send_repaired(store, done, otlp_endpoint, otlp_headers)
     if as_json:
         _emit_json({"store": store.url, "sessions": done})
     else:

@@ -6,6 +6,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -71,6 +72,36 @@ def send(
             f"could not send the trace to {url}: {reason}",
             hint="is the collector running and listening for OTLP/HTTP (port 4318 by default)?",
         ) from None
+
+
+#: What a sweep did to a session that is worth a trace: it changed the log.
+REPAIRED_ACTIONS = ("recovered", "revived", "expired")
+
+
+def send_repaired(
+    store: Store, done: Sequence[Any], endpoint: str, header_pairs: tuple[str, ...]
+) -> int:
+    """Send the trace of each session a sweep repaired; how many failed to
+    send (each said on stderr, the others still sent)."""
+    from turnlog import __version__
+    from turnlog.formats.otlp import trace_request
+
+    url, headers = traces_url(endpoint), parse_headers(header_pairs)
+    failures = 0
+    for item in done:
+        if item.action not in REPAIRED_ACTIONS:
+            continue
+        request = trace_request(
+            item.session_id, _events(store, item.session_id), version=__version__
+        )
+        try:
+            send(url, msgspec.json.encode(request), headers)
+        except TurnlogError as error:
+            failures += 1
+            click.echo(f"error: trace of {item.session_id} not sent: {error.message}", err=True)
+        else:
+            click.echo(f"sent the trace of {item.session_id} to {url}", err=True)
+    return failures
 
 
 def export_trace(
