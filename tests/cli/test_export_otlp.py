@@ -56,9 +56,10 @@ def parsed(request: dict[str, Any]) -> ExportTraceServiceRequest:
     for resource in copy["resourceSpans"]:
         for scope in resource["scopeSpans"]:
             for span in scope["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+                for record in [span, *span.get("links", [])]:
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if key in record:
+                            record[key] = base64.b64encode(bytes.fromhex(record[key])).decode()
     return ParseDict(copy, ExportTraceServiceRequest())
 
 
@@ -242,3 +243,55 @@ def test_sweep_refuses_a_bad_endpoint_before_repairing(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, args)
     assert result.exit_code != 0 and "hint:" in result.output + result.stderr
     assert (tmp_path / "s1.jsonl").read_bytes() == before
+
+
+def test_a_subagent_is_a_trace_of_its_own_linked_from_the_call_that_spawned_it(
+    tmp_path: Path,
+) -> None:
+    from turnlog.cli.demo_agent import tree_agents
+    from turnlog.runtime.loop import run_turn
+
+    manager = tree_agents(tmp_path)["manager"]
+    with turnlog.open(tmp_path / "boss.jsonl", create=True) as log:
+        run_turn(log, manager.model, manager.tools, "Settle invoice 9.")
+    parent = spans_of(
+        parsed(json.loads(export(str(tmp_path / "boss.jsonl"), "--to", "otlp-json").stdout))
+    )
+    (delegate,) = [s for s in parent if s.name == "execute_tool delegate"]
+    (link,) = delegate.links
+    child_id = attrs(delegate)["turnlog.subagent.session"]
+    child = spans_of(
+        parsed(json.loads(export(child_id, "--store", str(tmp_path), "--to", "otlp-json").stdout))
+    )
+    first_turn = next(s for s in child if s.name == "invoke_agent")
+    assert (link.trace_id, link.span_id) == (first_turn.trace_id, first_turn.span_id)
+    assert link.trace_id != delegate.trace_id
+
+
+def test_a_revived_turn_links_to_the_turn_the_crash_cut_short(tmp_path: Path) -> None:
+    crashed_session(tmp_path, recover=False)
+    with turnlog.open(tmp_path, "s1") as log:
+        turnlog.revive(log)
+        with log.turn():
+            log.user("carry on")
+    spans = spans_of(
+        parsed(json.loads(export(str(tmp_path / "s1.jsonl"), "--to", "otlp-json").stdout))
+    )
+    first, second = [s for s in spans if s.name == "invoke_agent"]
+    (link,) = second.links
+    assert link.span_id == first.span_id and attrs(second)["turnlog.revival"] == 1
+
+
+def test_a_pause_and_its_decision_are_events_on_the_calls_span(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path, "s1") as log:
+        log.begin_turn()
+        log.user("pay")
+        log.begin_step()
+        log.assistant("", tool_calls=[ToolCall(id="c1", name="pay")])
+        log.pause("c1", kind="approval")
+        log.approve("c1", by="alice")
+    spans = spans_of(
+        parsed(json.loads(export(str(tmp_path / "s1.jsonl"), "--to", "otlp-json").stdout))
+    )
+    (pay,) = [s for s in spans if s.name == "execute_tool pay"]
+    assert [e.name for e in pay.events] == ["turnlog.paused", "turnlog.decision"]

@@ -12,6 +12,7 @@ from typing import Any
 import click
 import msgspec
 
+from turnlog import events as ev
 from turnlog.cli._common import _events
 from turnlog.errors import TurnlogError, UsageError
 from turnlog.stores import Store
@@ -74,6 +75,19 @@ def send(
         ) from None
 
 
+def child_turns(store: Store, session_id: str) -> dict[str, int]:
+    """Each subagent session's first turn's seq: where its own trace begins,
+    for the link from the call that spawned it. Reads each child only up to
+    that turn."""
+    found: dict[str, int] = {}
+    for child in store.children(session_id):
+        for event in store.iter_events(child):
+            if isinstance(event.data, ev.TurnStart):
+                found[child] = event.seq
+                break
+    return found
+
+
 #: What a sweep did to a session that is worth a trace: it changed the log.
 REPAIRED_ACTIONS = ("recovered", "revived", "expired")
 
@@ -119,7 +133,11 @@ def export_trace(
     headers = parse_headers(header_pairs)
     url = traces_url(endpoint) if endpoint else None
     request: dict[str, Any] = trace_request(
-        session_id, _events(store, session_id), content=content, version=__version__
+        session_id,
+        _events(store, session_id),
+        content=content,
+        version=__version__,
+        child_turns=child_turns(store, session_id),
     )
     body = msgspec.json.encode(request)
     if output == "-" or (output is None and url is None):

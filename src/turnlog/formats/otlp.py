@@ -77,6 +77,10 @@ class _Span:
     end_ns: int | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    # Span links (a revival's interrupted turn, a subagent's first turn) and
+    # span events (a pause, a decision), encoded as OTLP has them.
+    links: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
 
     def encode(self, session_id: str, last_ns: int) -> dict[str, Any]:
         attrs = dict(self.attrs)
@@ -100,15 +104,22 @@ class _Span:
         }
         if self.parent is not None:
             span["parentSpanId"] = span_id(session_id, self.parent.key)
+        if self.links:
+            span["links"] = self.links
+        if self.events:
+            span["events"] = self.events
         return span
 
 
 class _Builder:
     """Walks the events once, opening and closing spans."""
 
-    def __init__(self, session_id: str, content: bool) -> None:
+    def __init__(self, session_id: str, content: bool, child_turns: dict[str, int]) -> None:
         self.session_id = session_id
         self.content = content
+        self.child_turns = child_turns
+        self.last_turn: _Span | None = None
+        self.revived: int | None = None
         self.agent: dict[str, Any] = {}
         self.spans: list[_Span] = []
         self.turn: _Span | None = None
@@ -141,7 +152,19 @@ class _Builder:
                 attrs["turnlog.origin"] = event.origin
             key = f"turn:{event.seq}"
             self.turn = self._open(_Span(key, "invoke_agent", None, now, attrs=attrs))
+            if self.revived is not None and self.last_turn is not None:
+                # The run revived: this turn carries on the one a crash cut short.
+                self.turn.attrs["turnlog.revival"] = self.revived
+                self.turn.links.append(_link(self.session_id, self.last_turn.key, "revived_from"))
+            self.revived = None
+            self.last_turn = self.turn
             self.step = None
+        elif isinstance(data, ev.RunRevived):
+            self.revived = data.revival
+        elif isinstance(data, ev.ToolPaused | ev.ToolDecision):
+            self._waited(event, data, now)
+        elif isinstance(data, ev.SubagentSpawned):
+            self._spawned(data)
         elif isinstance(data, ev.TurnEnd):
             if self.turn is not None:
                 self.turn.end_ns = now
@@ -169,6 +192,34 @@ class _Builder:
                 span.attrs["turnlog.idempotency"] = data.idempotency
         elif isinstance(data, ev.ToolResult):
             self._answered(event, data, now)
+
+    def _waited(self, event: Event, data: ev.ToolPaused | ev.ToolDecision, now: int) -> None:
+        """A pause or a decision: an event on the call's span."""
+        span = self.calls.get(data.call_id)
+        if span is None:
+            return
+        if isinstance(data, ev.ToolPaused):
+            name = "turnlog.paused"
+            pairs: dict[str, Any] = {
+                "turnlog.pause.kind": data.kind,
+                "turnlog.pause.until": data.until,
+            }
+        else:
+            name = "turnlog.decision"
+            pairs = {"turnlog.decision": data.decision, "turnlog.decision.by": data.by}
+        span.events.append(
+            {"timeUnixNano": str(now), "name": name, "attributes": attributes(pairs)}
+        )
+
+    def _spawned(self, data: ev.SubagentSpawned) -> None:
+        """A subagent's session is a trace of its own: the spawning call links to it."""
+        span = self.calls.get(data.call_id or "")
+        if span is None or data.child is None:
+            return
+        span.attrs["turnlog.subagent.session"] = data.child
+        first_turn = self.child_turns.get(data.child)
+        if first_turn is not None:
+            span.links.append(_link(data.child, f"turn:{first_turn}", "subagent"))
 
     def _close_step(self, now: int) -> None:
         if self.step is not None and self.step.end_ns is None:
@@ -213,6 +264,14 @@ class _Builder:
             span.error = data.risk or "the tool reported an error"
 
 
+def _link(session_id: str, key: str, kind: str) -> dict[str, Any]:
+    return {
+        "traceId": trace_id(session_id),
+        "spanId": span_id(session_id, key),
+        "attributes": attributes({"turnlog.link.type": kind}),
+    }
+
+
 def _json(value: Any) -> str:
     import msgspec
 
@@ -226,9 +285,12 @@ def trace_request(
     content: bool = False,
     service_name: str = "turnlog",
     version: str | None = None,
+    child_turns: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """An OTLP/JSON `ExportTraceServiceRequest` of the session's events."""
-    builder = _Builder(session_id, content)
+    """An OTLP/JSON `ExportTraceServiceRequest` of the session's events.
+    `child_turns` gives each subagent session's first turn's seq, for the
+    spawning call's link to the subagent's own trace."""
+    builder = _Builder(session_id, content, child_turns or {})
     for event in events:
         builder.apply(event)
     spans = [span.encode(session_id, builder.last_ns) for span in builder.spans]
