@@ -226,3 +226,29 @@ def test_the_page_and_the_trace_of_a_database_session(
     spans = json.loads(trace.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
     rules = [a["value"] for s in spans for a in s["attributes"] if a["key"] == "turnlog.rule"]
     assert rules == [{"stringValue": "R1"}]
+
+
+def test_tree_puts_the_subagents_sessions_in_the_page_linked_from_their_calls(
+    tmp_path: Path,
+) -> None:
+    from turnlog.cli.demo_agent import tree_agents
+    from turnlog.runtime.loop import run_turn
+
+    manager = tree_agents(tmp_path)["manager"]
+    with turnlog.open(tmp_path / "boss.jsonl", create=True) as log:
+        run_turn(log, manager.model, manager.tools, "Settle invoice 9.")
+    out = tmp_path / "tree.html"
+    args = ["show", str(tmp_path / "boss.jsonl"), "--tree", "--html", "-o", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    markup = out.read_text()
+    (child,) = JSONLStore(tmp_path).children("boss")
+    sections = [a for t, a in elements(markup) if t == "section" and a.get("data-session")]
+    assert [a["data-session"] for a in sections] == [child]
+    assert f'href="#session-{child}"' in markup and f'id="session-{child}"' in markup
+    # The browser renders both sessions, every event of each.
+    rendered = render(out.as_uri() + "#all")
+    assert rendered.console == []
+    child_events = list(JSONLStore(tmp_path).iter_events(child))
+    section = rendered.dom.split(f'data-session="{child}"', 1)[1]
+    check_contract(section, child_events)

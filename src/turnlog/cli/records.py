@@ -6,7 +6,7 @@ import collections
 import datetime as dt
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -72,6 +72,11 @@ if TYPE_CHECKING:
     help="With --html: tool arguments and results shown as their sizes only.",
 )
 @click.option(
+    "--tree",
+    is_flag=True,
+    help="With --html: the subagents' sessions in the same page, linked from their calls.",
+)
+@click.option(
     "--kind",
     type=click.Choice(["claude-code", "codex", "auto"]),
     help="SESSION is a Claude Code or Codex transcript file, read and never changed; "
@@ -89,6 +94,7 @@ def show_command(
     as_html: bool,
     output: str | None,
     redact: bool,
+    tree: bool,
     kind: str | None,
     store_url: str | None,
     as_json: bool,
@@ -101,15 +107,24 @@ def show_command(
     """
     verdicts: list[Verdict] = []
     read: Iterable[ev.Event]
+    children: list[tuple[str, Iterable[ev.Event]]] = []
     if kind is not None:
         session_id, read, verdicts = _foreign(session, kind, store_url)
     else:
         store, session_id = resolve_session(session, store_url)
         read = _events(store, session_id)
+        if tree:
+            children = [(child, _events(store, child)) for child in _descendants(store, session_id)]
     events = _selected(read, turn=turn, since=_instant(since), tail=tail)
-    if as_html or output is not None or redact:
+    if as_html or output is not None or redact or tree:
         _write_html(
-            session_id, events, as_html=as_html, output=output, redact=redact, verdicts=verdicts
+            session_id,
+            events,
+            as_html=as_html,
+            output=output,
+            redact=redact,
+            verdicts=verdicts,
+            children=children,
         )
         return
     if kind is not None:
@@ -133,6 +148,15 @@ def show_command(
                 "turn open, paused: every decision is recorded; the run resumes it",
                 style="bold yellow",
             )
+
+
+def _descendants(store: Any, session_id: str) -> list[str]:
+    """Every subagent session under `session_id`, depth first."""
+    found: list[str] = []
+    for child in store.children(session_id):
+        found.append(child)
+        found.extend(_descendants(store, child))
+    return found
 
 
 def _foreign(
@@ -193,15 +217,18 @@ def _write_html(
     output: str | None,
     redact: bool,
     verdicts: list[Verdict],
+    children: list[tuple[str, Iterable[ev.Event]]],
 ) -> None:
     if not as_html or output is None:
         raise UsageError(
-            "-o and --redact go with --html, and --html needs -o",
+            "-o, --redact and --tree go with --html, and --html needs -o",
             hint=f"turnlog show {session_id} --html -o {session_id}.html (or -o - for stdout)",
         )
     from turnlog.formats.timeline_html import timeline_html
 
-    page = timeline_html(session_id, events, redact=redact, verdicts=verdicts).encode()
+    page = timeline_html(
+        session_id, events, redact=redact, verdicts=verdicts, children=children
+    ).encode()
     if output == "-":
         sys.stdout.buffer.write(page)
         sys.stdout.flush()

@@ -53,6 +53,8 @@ font:12px/1.4 ui-monospace,monospace;background:#f1f3f6;padding:4px 6px;border-r
 .verdict{margin:2px 0 2px 18px;padding:2px 6px;border:1px dashed #c62828;border-radius:4px}
 .hidden{display:none}
 body.human-only details.turn:not([data-human]){display:none}
+section.child{border-top:2px solid #cfd6e4;margin-top:18px;padding-top:6px}
+h2{font-size:15px;margin:4px 0}
 """
 
 _SCRIPT = """
@@ -295,7 +297,7 @@ class _Page:
             body = _esc(data.agent_id)
             if data.child:
                 child = _esc(data.child)
-                body += f' <span class="badge" data-session="{child}">{child}</span>'
+                body += f' <a class="badge" href="#session-{child}">{child}</a>'
             if isinstance(data, ev.SubagentSettled) and data.outcome:
                 body += f" {_esc(data.outcome)}"
             return self._line(event, event.type.replace("_", " "), body)
@@ -399,7 +401,22 @@ class _Page:
             '<button id="expand">expand all</button></header><main id="log">'
         )
         yield from self.out
-        yield f"</main><script>{_SCRIPT}</script></body></html>\n"
+
+    def as_child(self) -> Iterator[str]:
+        """This session as a section of its parent's page (`show --tree`)."""
+        self._close_turn()
+        session = _esc(self.session_id)
+        yield (
+            f'<section class="child" id="session-{session}" data-session="{session}">'
+            f'<h2>subagent session {session}</h2><p class="summary">{self._span()}'
+            f"{self.events:,} events · {self.turns:,} turns · {self.repaired:,} calls "
+            f"answered by turnlog · {self.human:,} need a human</p>"
+        )
+        yield from self.out
+        yield "</section>"
+
+
+_END = f"</main><script>{_SCRIPT}</script></body></html>\n"
 
 
 def timeline_html(
@@ -408,11 +425,21 @@ def timeline_html(
     *,
     redact: bool = False,
     verdicts: Iterable[Verdict] = (),
+    children: Iterable[tuple[str, Iterable[Event]]] = (),
 ) -> str:
     """The session's page, whole. `redact` replaces tool arguments and
     results with their sizes, for a file that leaves the machine;
-    `verdicts` are shown beside the calls a foreign file left unanswered."""
+    `verdicts` are shown beside the calls a foreign file left unanswered;
+    `children` (session id, events) are subagent sessions shown after it,
+    each linked from the call that spawned it."""
     page = _Page(session_id, redact, {verdict.call_id: verdict for verdict in verdicts})
     for event in events:
         page.add(event)
-    return "".join(page.finish())
+    parts = list(page.finish())
+    for child_id, child_events in children:
+        child = _Page(child_id, redact, {})
+        for event in child_events:
+            child.add(event)
+        parts.extend(child.as_child())
+    parts.append(_END)
+    return "".join(parts)
