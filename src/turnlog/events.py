@@ -288,6 +288,12 @@ class SubagentSettled(_Data):
     delivered: int | None = None
 
 
+#: The custom event a tool's late output is recorded as: kept in the log for
+#: the record, never delivered as the call's answer, since the call was
+#: already answered D1 when its deadline passed (`turnlog.runtime.deadlines`).
+LATE_RESULT_TYPE: Final = "x_turnlog_late_result"
+
+
 class Custom(_Data):
     """An `x_*` event: kept and round-tripped, skipped by the fold."""
 

@@ -252,3 +252,31 @@ def test_tree_puts_the_subagents_sessions_in_the_page_linked_from_their_calls(
     child_events = list(JSONLStore(tmp_path).iter_events(child))
     section = rendered.dom.split(f'data-session="{child}"', 1)[1]
     check_contract(section, child_events)
+
+
+def test_a_torn_tail_is_shown_where_it_is(tmp_path: Path) -> None:
+    with turnlog.open(tmp_path, "s1") as log, log.turn():
+        log.user("hi")
+    path = tmp_path / "s1.jsonl"
+    whole = path.stat().st_size
+    with path.open("ab") as out:
+        out.write(b'{"seq":4,"type":"user_mes')
+    markup = write_page(tmp_path).read_text()
+    (torn,) = [a for _, a in elements(markup) if a.get("data-kind") == "torn_tail"]
+    assert torn["data-offset"] == str(whole)
+    assert path.read_bytes().endswith(b'"user_mes')  # shown, not moved
+
+
+def test_a_late_result_is_labelled_as_recorded_not_delivered(tmp_path: Path) -> None:
+    from turnlog import events as ev
+
+    with turnlog.open(tmp_path, "s1") as log, log.turn():
+        log.user("go")
+        log.append(
+            ev.Custom(
+                type=ev.LATE_RESULT_TYPE,
+                fields={"call_id": "c9", "name": "slow", "content": "finally done"},
+            )
+        )
+    markup = write_page(tmp_path).read_text()
+    assert "late result" in markup and "after its deadline: recorded, not delivered" in markup

@@ -27,6 +27,7 @@ from turnlog.errors import UsageError
 from turnlog.stores import existing_store, resolve_session
 
 if TYPE_CHECKING:
+    from turnlog.core.damage import Problem, TornTail
     from turnlog.formats.timeline_html import Verdict
 
 
@@ -117,6 +118,13 @@ def show_command(
             children = [(child, _events(store, child)) for child in _descendants(store, session_id)]
     events = _selected(read, turn=turn, since=_instant(since), tail=tail)
     if as_html or output is not None or redact or tree:
+        torn_tail: TornTail | None = None
+        problems: tuple[Problem, ...] = ()
+        if kind is None and as_html:
+            from turnlog.ops.inspection import inspect
+
+            found = inspect(store, session_id)
+            torn_tail, problems = found.torn_tail, found.problems
         _write_html(
             session_id,
             events,
@@ -125,6 +133,8 @@ def show_command(
             redact=redact,
             verdicts=verdicts,
             children=children,
+            torn_tail=torn_tail,
+            problems=problems,
         )
         return
     if kind is not None:
@@ -218,6 +228,8 @@ def _write_html(
     redact: bool,
     verdicts: list[Verdict],
     children: list[tuple[str, Iterable[ev.Event]]],
+    torn_tail: TornTail | None = None,
+    problems: tuple[Problem, ...] = (),
 ) -> None:
     if not as_html or output is None:
         raise UsageError(
@@ -227,7 +239,13 @@ def _write_html(
     from turnlog.formats.timeline_html import timeline_html
 
     page = timeline_html(
-        session_id, events, redact=redact, verdicts=verdicts, children=children
+        session_id,
+        events,
+        redact=redact,
+        verdicts=verdicts,
+        children=children,
+        torn_tail=torn_tail,
+        problems=problems,
     ).encode()
     if output == "-":
         sys.stdout.buffer.write(page)

@@ -11,9 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from turnlog import events as ev
-from turnlog.events import Event
+from turnlog.events import LATE_RESULT_TYPE, Event
 from turnlog.ops.inspection import Inspection
-from turnlog.runtime.deadlines import LATE_RESULT_TYPE
 from turnlog.text import display_text
 
 STATUS_STYLE = {

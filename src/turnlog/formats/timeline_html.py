@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from turnlog import events as ev
+from turnlog.core.damage import Problem, TornTail
 from turnlog.events import Event
 from turnlog.text import display_text
 
@@ -52,6 +53,7 @@ font:12px/1.4 ui-monospace,monospace;background:#f1f3f6;padding:4px 6px;border-r
 .ended-interrupted,.ended-error{color:#c62828}.usage{background:#e8eef9;color:#2a3f6b}
 .verdict{margin:2px 0 2px 18px;padding:2px 6px;border:1px dashed #c62828;border-radius:4px}
 .hidden{display:none}
+.damage{margin:8px 0;padding:6px 10px;background:#fff4e5;border:1px solid #e0a040;border-radius:6px}
 body.human-only details.turn:not([data-human]){display:none}
 section.child{border-top:2px solid #cfd6e4;margin-top:18px;padding-top:6px}
 h2{font-size:15px;margin:4px 0}
@@ -265,6 +267,8 @@ class _Page:
             note = ""
             if isinstance(data, ev.UserMessage) and data.injected not in (None, event.origin):
                 note = f'<span class="badge origin">{_esc(data.injected)}</span>'
+            if isinstance(data, ev.UserMessage) and data.delivers:
+                note += f'<span class="badge">report of {_esc(data.delivers)}</span>'
             return self._line(event, kind, note + self._text(display_text(data.content)))
         if isinstance(data, ev.AssistantMessage):
             return self._line(event, "assistant", self._assistant(data))
@@ -275,6 +279,8 @@ class _Page:
                 body += f' <span class="badge">{_esc(data.idempotency)}</span>'
             if data.timeout_s is not None:
                 body += f' <span class="badge">deadline {data.timeout_s:g} s</span>'
+            if data.background:
+                body += f' <span class="badge">background → {_esc(data.join or "")}</span>'
             return self._line(event, "dispatch", body)
         if isinstance(data, ev.ToolResult):
             return self._result(event, data)
@@ -301,6 +307,16 @@ class _Page:
             if isinstance(data, ev.SubagentSettled) and data.outcome:
                 body += f" {_esc(data.outcome)}"
             return self._line(event, event.type.replace("_", " "), body)
+        if isinstance(data, ev.Custom) and data.type == ev.LATE_RESULT_TYPE:
+            found = data.fields
+            content = found.get("content")
+            text = display_text(content) if isinstance(content, str | list) else str(content)
+            body = (
+                f"{_esc(str(found.get('name')))}({_esc(str(found.get('call_id')))}) "
+                '<span class="badge">after its deadline: recorded, not delivered</span>'
+                f"{self._text(text, sized=True)}"
+            )
+            return self._line(event, "late result", body)
         fields = msgspec.json.encode(msgspec.to_builtins(data)).decode()
         return self._line(event, event.type, self._text(fields))
 
@@ -368,6 +384,10 @@ class _Page:
             badges += '<span class="badge error">error</span>'
         if data.orphaned:
             badges += '<span class="badge">orphaned: not in the transcript</span>'
+        if data.background:
+            badges += '<span class="badge">background: acknowledgement, not the answer</span>'
+        if data.delivers:
+            badges += f'<span class="badge">report of {_esc(data.delivers)}</span>'
         dispatched = self.dispatch_ts.pop(data.call_id, None)
         # A result turnlog wrote is not the tool's: it has no duration.
         took = "" if event.origin else _duration(_seconds_between(dispatched, event.ts))
@@ -419,6 +439,29 @@ class _Page:
 _END = f"</main><script>{_SCRIPT}</script></body></html>\n"
 
 
+def _damage(torn: TornTail | None, problems: Iterable[Problem]) -> str:
+    """What the store found wrong with the log, at its place: the end."""
+    parts = []
+    if torn is not None:
+        moved = f"; moved aside to {_esc(torn.sidecar)}" if torn.sidecar else ""
+        parts.append(
+            f'<div class="damage" data-type="damage" data-kind="torn_tail" '
+            f'data-offset="{torn.offset}"><span class="kind">torn tail</span>'
+            f"{torn.size_bytes:,} bytes at offset {torn.offset:,} are a record the process "
+            f"never finished writing (it died mid-write); every reader stops before "
+            f"them{moved}</div>"
+        )
+    for problem in problems:
+        if torn is not None and problem.offset == torn.offset:
+            continue  # the torn tail, said above
+        where = f"line {problem.line}" if problem.line is not None else f"offset {problem.offset}"
+        parts.append(
+            f'<div class="damage" data-type="damage" data-kind="problem">'
+            f'<span class="kind">damage at {_esc(where)}</span>{_esc(problem.message)}</div>'
+        )
+    return "".join(parts)
+
+
 def timeline_html(
     session_id: str,
     events: Iterable[Event],
@@ -426,16 +469,20 @@ def timeline_html(
     redact: bool = False,
     verdicts: Iterable[Verdict] = (),
     children: Iterable[tuple[str, Iterable[Event]]] = (),
+    torn_tail: TornTail | None = None,
+    problems: Iterable[Problem] = (),
 ) -> str:
     """The session's page, whole. `redact` replaces tool arguments and
     results with their sizes, for a file that leaves the machine;
     `verdicts` are shown beside the calls a foreign file left unanswered;
     `children` (session id, events) are subagent sessions shown after it,
-    each linked from the call that spawned it."""
+    each linked from the call that spawned it; a torn tail and located
+    problems (from `inspect`) are shown where they are, at the end."""
     page = _Page(session_id, redact, {verdict.call_id: verdict for verdict in verdicts})
     for event in events:
         page.add(event)
     parts = list(page.finish())
+    parts.append(_damage(torn_tail, problems))
     for child_id, child_events in children:
         child = _Page(child_id, redact, {})
         for event in child_events:

@@ -7,12 +7,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from turnlog import events as ev
-from turnlog.events import Content, Risk, ToolCall
-
-#: The custom event a tool's late output is recorded as: kept in the log for
-#: the record (and shown by `turnlog show`), never delivered as the call's
-#: answer, since the call was already answered D1 when its deadline passed.
-LATE_RESULT_TYPE: Final = "x_turnlog_late_result"
+from turnlog.events import LATE_RESULT_TYPE as LATE_RESULT_TYPE, Content, Risk, ToolCall
 
 _PAST_DEADLINE_TEXT: Final = (
     "[turnlog] Tool call {what} did not finish within its deadline of {timeout_s:g} s, "
