@@ -152,10 +152,10 @@ class _Page:
 
     # -- text --------------------------------------------------------------
 
-    def _text(self, text: str, *, sized: bool = False) -> str:
+    def _text(self, text: str, *, sized: bool = False, whole: bool = False) -> str:
         if sized and self.redact:
             return f'<pre class="redacted">({len(text.encode())} bytes)</pre>'
-        if len(text) <= FOLD_CHARS:
+        if whole or len(text) <= FOLD_CHARS:
             return f"<pre>{_esc(text)}</pre>" if text else ""
         first = text.splitlines()[0][:120] if text.strip() else ""
         return (
@@ -221,6 +221,8 @@ class _Page:
         count = turn.end.steps if turn.end is not None else None
         steps = f" · {count} step{'s' if count != 1 else ''}" if count else ""
         badges = ""
+        if start.data.revivals:
+            badges += f' <span class="badge origin">after revival {start.data.revivals}</span>'
         if turn.repaired:
             badges += f' <span class="badge origin">{turn.repaired} repaired</span>'
         attrs = f'data-seq="{start.seq}" data-type="turn_start" data-turn="{number}"'
@@ -269,7 +271,11 @@ class _Page:
                 note = f'<span class="badge origin">{_esc(data.injected)}</span>'
             if isinstance(data, ev.UserMessage) and data.delivers:
                 note += f'<span class="badge">report of {_esc(data.delivers)}</span>'
-            return self._line(event, kind, note + self._text(display_text(data.content)))
+            # An injected notice (a revival's, a deadline's) is shown whole:
+            # it is what the model was told.
+            injected = isinstance(data, ev.UserMessage) and data.injected is not None
+            text = self._text(display_text(data.content), whole=injected)
+            return self._line(event, kind, note + text)
         if isinstance(data, ev.AssistantMessage):
             return self._line(event, "assistant", self._assistant(data))
         if isinstance(data, ev.ToolDispatch):
