@@ -40,11 +40,11 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 import turnlog
+from doc_section import write_section
 from turnlog import EngineRun, ToolCall
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "<!-- engine-guard -->"
-NEXT_MARK = "<!-- "
 BARE = "baseline: bare DBOS step"
 GUARDED = "turnlog: DBOS step with at_most_once, the call written first"
 ALONE = "floor: the same turnlog writes and guard, no engine"
@@ -228,16 +228,7 @@ dispatch is synced before the body, docs/engines.md). The floors are the
 same turnlog writes with no engine, and one `os.write` + `fsync` per call.
 
 """ + "\n".join(lines)
-    doc = ROOT / "docs" / "benchmarks.md"
-    text = doc.read_text()
-    start = text.find(MARK)
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    else:
-        end = text.find(NEXT_MARK, start + len(MARK))
-        rest = text[end:] if end != -1 else ""
-        text = text[:start] + section + "\n" + ("\n" + rest if rest else "")
-    doc.write_text(text)
+    write_section(MARK, section)
 
 
 def main() -> None:

@@ -28,9 +28,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from doc_section import write_section
+
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "<!-- timeline -->"
-NEXT_MARK = "<!-- "
 TIME_TARGET = 2.0
 SIZE_TARGET = 2.0
 # Written by a child, so this process never imports turnlog.
@@ -158,16 +159,7 @@ process on the same session: `show --json` streams every event to a pipe,
 page, in templates the browser renders only when a turn is opened.
 
 """ + "\n".join(lines)
-    doc = ROOT / "docs" / "benchmarks.md"
-    text = doc.read_text()
-    start = text.find(MARK)
-    if start == -1:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    else:
-        end = text.find(NEXT_MARK, start + len(MARK))
-        rest = text[end:] if end != -1 else ""
-        text = text[:start] + section + "\n" + ("\n" + rest if rest else "")
-    doc.write_text(text)
+    write_section(MARK, section)
 
 
 if __name__ == "__main__":

@@ -121,3 +121,37 @@ def write_session(path: Path, items: list[ev.EventData]) -> list[Event]:
     ]
     path.write_bytes(b"".join(encode_line(e) for e in events))
     return events
+
+
+def crashed_turn(target: Any, session_id: str = "s1", *, recover: bool = True) -> None:
+    """A session whose turn was killed with `charge` dispatched and `email`
+    not started (the handle dropped, as a SIGKILL leaves it), then recovered."""
+    import turnlog
+
+    log = turnlog.open(target, session_id)
+    log.begin_turn()
+    log.user("pay bob")
+    log.begin_step()
+    calls = [
+        ToolCall(id="c1", name="charge", arguments={"amount": 5}),
+        ToolCall(id="c2", name="email"),
+    ]
+    log.assistant("paying", tool_calls=calls)
+    log.begin_dispatch(calls[0], idempotency="destructive")
+    log.close()
+    if recover:
+        turnlog.open(target, session_id, recover=True).close()
+
+
+def manager_tree(root: Path) -> Path:
+    """The demo's manager, run to its answer: a parent session at
+    ROOT/boss.jsonl whose `delegate` call ran a payer subagent in its own
+    session."""
+    import turnlog
+    from turnlog.cli.demo_agent import tree_agents
+    from turnlog.runtime.loop import run_turn
+
+    manager = tree_agents(root)["manager"]
+    with turnlog.open(root / "boss.jsonl", create=True) as log:
+        run_turn(log, manager.model, manager.tools, "Settle invoice 9.")
+    return root / "boss.jsonl"

@@ -15,7 +15,7 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 import turnlog
-from engine_agent import Agent, converse, guarded_tool
+from engine_agent import Agent, guarded_tool, run_for
 from turnlog import EngineRun
 
 MODE, TARGET, SYSDB, SESSION, WORKFLOW, KILL_AT, WORKDIR = sys.argv[1:8]
@@ -38,13 +38,7 @@ def run_tool(call: dict[str, Any]) -> dict[str, Any]:
 @DBOS.workflow()
 def agent(session_id: str) -> str:
     run = EngineRun(engine="dbos", run_id=DBOS.workflow_id or "")
-    with turnlog.open(TARGET, session_id, engine_run=run) as log:
-        log.subscribe(AGENT.count_writes)
-        HANDLES[run.run_id] = log
-        try:
-            return converse(log, call_model, run_tool)
-        finally:
-            del HANDLES[run.run_id]
+    return run_for(run, TARGET, session_id, AGENT, HANDLES, call_model, run_tool)
 
 
 def main() -> None:

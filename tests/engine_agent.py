@@ -102,6 +102,26 @@ def converse(
                 return str(reply["text"])
 
 
+def run_for(
+    run: turnlog.EngineRun,
+    target: str,
+    session_id: str,
+    agent: Agent,
+    handles: dict[str, turnlog.Log],
+    call_model: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    run_tool: Callable[[dict[str, Any]], Any],
+) -> str:
+    """The workflow's body: the session opened for the engine's run, its
+    handle left in `handles` for the steps (run in this process), the turn."""
+    with turnlog.open(target, session_id, engine_run=run) as log:
+        log.subscribe(agent.count_writes)
+        handles[run.run_id] = log
+        try:
+            return converse(log, call_model, run_tool)
+        finally:
+            del handles[run.run_id]
+
+
 def guarded_tool(agent: Agent, log: turnlog.Log, call: dict[str, Any]) -> dict[str, Any]:
     """The tool's body under the guard: at most once, its answer as a plain dict."""
     import dataclasses

@@ -25,7 +25,7 @@ from prefect import flow, task
 from prefect.runtime import flow_run
 
 import turnlog
-from engine_agent import Agent, converse, guarded_tool
+from engine_agent import Agent, guarded_tool, run_for
 from prefect_launch import start_or_mark_crashed
 from turnlog import EngineRun
 
@@ -50,13 +50,7 @@ def run_tool(call: dict[str, Any]) -> dict[str, Any]:
 def agent(session_id: str) -> str:
     run = EngineRun(engine="prefect", run_id=str(flow_run.id))
     (WORK / "flow_run_id").write_text(run.run_id)
-    with turnlog.open(TARGET, session_id, engine_run=run) as log:
-        log.subscribe(AGENT.count_writes)
-        HANDLES[run.run_id] = log
-        try:
-            return converse(log, call_model, run_tool)
-        finally:
-            del HANDLES[run.run_id]
+    return run_for(run, TARGET, session_id, AGENT, HANDLES, call_model, run_tool)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ tool and the model append what they did to ledgers in WORKDIR.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -26,11 +25,10 @@ from prefect import flow
 from prefect.runtime import flow_run
 from pydantic_ai import Agent
 from pydantic_ai.durable_exec.prefect import PrefectDurability
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
-from engine_agent import synced_append
 from prefect_launch import start_or_mark_crashed
+from pydantic_engine_agent import Payer
 from turnlog.integrations.pydantic_ai import TurnlogCapability
 
 STORE = os.environ["TURNLOG_ENGINE_TARGET"]
@@ -38,39 +36,16 @@ WORK = Path(os.environ["TURNLOG_ENGINE_WORK"])
 KILL_AT = os.environ.get("TURNLOG_ENGINE_KILL", "none")
 
 
-def die() -> None:
-    os.kill(os.getpid(), 9)
-
-
-def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    returns = [
-        str(part.content)
-        for message in messages
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
-    synced_append(WORK / "model.jsonl", json.dumps(returns))
-    if not returns:
-        return ModelResponse(
-            parts=[ToolCallPart(tool_name="send_money", args={"to": "bob"}, tool_call_id="c1")]
-        )
-    if KILL_AT == "model2":
-        die()
-    return ModelResponse(parts=[TextPart("sent")])
-
-
+PAYER = Payer(WORK, KILL_AT)
 capability = TurnlogCapability(
     STORE, "s1", engine="prefect", idempotency={"send_money": "destructive"}, history="off"
 )
-agent = Agent(FunctionModel(model), name="payer", capabilities=[PrefectDurability(), capability])
+agent = Agent(
+    FunctionModel(PAYER.model), name="payer", capabilities=[PrefectDurability(), capability]
+)
 
 
-@agent.tool_plain
-def send_money(to: str) -> str:
-    synced_append(WORK / "tools.log", f"send_money {to}")
-    if KILL_AT == "tool":
-        die()
-    return f"sent to {to}"
+agent.tool_plain(PAYER.tool())
 
 
 @flow(persist_result=True)

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import turnlog
+from builders import crashed_turn, manager_tree
 from turnlog import ToolCall
 from turnlog.cli import main
 from turnlog.formats.otlp import trace_id
@@ -27,19 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 def crashed_session(root: Path, *, recover: bool = True) -> str:
     """A turn killed with `charge` dispatched and `email` not started."""
-    log = turnlog.open(root, "s1")
-    log.begin_turn()
-    log.user("pay bob")
-    log.begin_step()
-    calls = [
-        ToolCall(id="c1", name="charge", arguments={"amount": 5}),
-        ToolCall(id="c2", name="email"),
-    ]
-    log.assistant("paying", tool_calls=calls)
-    log.begin_dispatch(calls[0], idempotency="destructive")
-    log.close()
-    if recover:
-        turnlog.open(root, "s1", recover=True).close()
+    crashed_turn(root, recover=recover)
     return str(root / "s1.jsonl")
 
 
@@ -248,12 +237,7 @@ def test_sweep_refuses_a_bad_endpoint_before_repairing(tmp_path: Path) -> None:
 def test_a_subagent_is_a_trace_of_its_own_linked_from_the_call_that_spawned_it(
     tmp_path: Path,
 ) -> None:
-    from turnlog.cli.demo_agent import tree_agents
-    from turnlog.runtime.loop import run_turn
-
-    manager = tree_agents(tmp_path)["manager"]
-    with turnlog.open(tmp_path / "boss.jsonl", create=True) as log:
-        run_turn(log, manager.model, manager.tools, "Settle invoice 9.")
+    manager_tree(tmp_path)
     parent = spans_of(
         parsed(json.loads(export(str(tmp_path / "boss.jsonl"), "--to", "otlp-json").stdout))
     )

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 import turnlog
 from browser import render
+from builders import crashed_turn, manager_tree
 from paths import ROOT
 from turnlog import ToolCall
 from turnlog.cli import main
@@ -207,14 +208,7 @@ def test_the_page_and_the_trace_of_a_database_session(
     from conftest import make_store
 
     store = make_store(kind, tmp_path, request)
-    log = turnlog.open(store, "s1")
-    log.begin_turn()
-    log.user("pay bob")
-    log.begin_step()
-    log.assistant("", tool_calls=[ToolCall(id="c1", name="charge")])
-    log.begin_dispatch(ToolCall(id="c1", name="charge"), idempotency="destructive")
-    log.close()
-    turnlog.open(store, "s1", recover=True).close()
+    crashed_turn(store)
     events = list(store.iter_events("s1"))
     out = tmp_path / "page.html"
     args = ["show", "s1", "--store", store.url, "--html", "-o", str(out)]
@@ -225,18 +219,13 @@ def test_the_page_and_the_trace_of_a_database_session(
     assert trace.exit_code == 0, trace.output
     spans = json.loads(trace.stdout)["resourceSpans"][0]["scopeSpans"][0]["spans"]
     rules = [a["value"] for s in spans for a in s["attributes"] if a["key"] == "turnlog.rule"]
-    assert rules == [{"stringValue": "R1"}]
+    assert rules == [{"stringValue": "R1"}, {"stringValue": "R2"}]
 
 
 def test_tree_puts_the_subagents_sessions_in_the_page_linked_from_their_calls(
     tmp_path: Path,
 ) -> None:
-    from turnlog.cli.demo_agent import tree_agents
-    from turnlog.runtime.loop import run_turn
-
-    manager = tree_agents(tmp_path)["manager"]
-    with turnlog.open(tmp_path / "boss.jsonl", create=True) as log:
-        run_turn(log, manager.model, manager.tools, "Settle invoice 9.")
+    manager_tree(tmp_path)
     out = tmp_path / "tree.html"
     args = ["show", str(tmp_path / "boss.jsonl"), "--tree", "--html", "-o", str(out)]
     result = CliRunner().invoke(main, args)

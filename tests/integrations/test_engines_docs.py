@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 import sys
@@ -12,31 +11,20 @@ import pytest
 
 pytest.importorskip("dbos")
 
-from paths import ROOT
+from engine_recipes import MODEL_AND_TOOLS, PYDANTIC_MODEL, SEND_MONEY, docs_block
 from turnlog import events as ev
 from turnlog.stores import JSONLStore
 
 # What the page leaves to the reader: a model, the tools, the store.
-BEFORE = """
-import os, signal, sys
+BEFORE = (
+    """
 from pathlib import Path
+import sys
 WORK = Path(sys.argv[2])
 STORE = str(WORK / "sessions")
-
-def ask_the_model(messages):
-    if not any(m["role"] == "tool" for m in messages):
-        return {"text": "", "calls": [{"id": "c1", "name": "charge", "arguments": {"amount": 5}}]}
-    return {"text": "done: " + messages[-1]["content"][:30], "calls": []}
-
-def charge(amount):
-    with (WORK / "ledger").open("a") as ledger:
-        ledger.write("charged\\n"); ledger.flush(); os.fsync(ledger.fileno())
-    if not (WORK / "killed").exists():
-        (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
-    return "charged"
-
-TOOLS = {"charge": charge}
 """
+    + MODEL_AND_TOOLS
+)
 AFTER = """
 from dbos import SetWorkflowID
 DBOS(config={"name": "docs", "system_database_url": f"sqlite:///{WORK / 'dbos.db'}",
@@ -52,8 +40,7 @@ DBOS.destroy()
 
 
 def test_the_dbos_recipe_charges_once(tmp_path: Path) -> None:
-    page = (ROOT / "docs" / "engines.md").read_text()
-    (recipe,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "def agent(" in b]
+    recipe = docs_block("def agent(")
     program = tmp_path / "recipe.py"
     program.write_text(BEFORE + recipe + AFTER)
     first = subprocess.run(
@@ -80,37 +67,19 @@ def test_the_dbos_recipe_charges_once(tmp_path: Path) -> None:
     assert [r.data.rule for r in results] == ["R1"]
 
 
-def block_with(page: str, marker: str) -> str:
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if marker in b]
-    return block
-
-
 # The Pydantic AI recipe's missing pieces: a scripted model, the tool it
 # names, a main that starts the workflow or lets DBOS recover it.
-PYDANTIC_BEFORE = """
-import asyncio, os, signal, sys
+PYDANTIC_BEFORE = (
+    """
+import asyncio, sys
 from pathlib import Path
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import FunctionModel
 WORK = Path(sys.argv[2])
-
-def script(messages, info):
-    returns = [p.content for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart(tool_name="send_money", args={"to": "bob"}, tool_call_id="c1")])
-    return ModelResponse(parts=[TextPart("told: " + str(returns[-1])[:30])])
-
-model = FunctionModel(script)
 """
-PYDANTIC_AFTER = """
-@agent.tool_plain
-def send_money(to: str) -> str:
-    with (WORK / "ledger").open("a") as ledger:
-        ledger.write("sent\\n"); ledger.flush(); os.fsync(ledger.fileno())
-    if not (WORK / "killed").exists():
-        (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
-    return "sent"
-
+    + PYDANTIC_MODEL
+)
+PYDANTIC_AFTER = (
+    SEND_MONEY
+    + """
 async def main():
     from dbos import SetWorkflowID
     DBOS(config={"name": "docs", "system_database_url": f"sqlite:///{WORK / 'dbos.db'}",
@@ -125,12 +94,12 @@ async def main():
 
 asyncio.run(main())
 """
+)
 
 
 def test_the_pydantic_ai_dbos_recipe_sends_once(tmp_path: Path) -> None:
-    page = (ROOT / "docs" / "engines.md").read_text()
     program = tmp_path / "recipe.py"
-    program.write_text(PYDANTIC_BEFORE + block_with(page, "DBOSDurability()") + PYDANTIC_AFTER)
+    program.write_text(PYDANTIC_BEFORE + docs_block("DBOSDurability()") + PYDANTIC_AFTER)
     runs = [
         subprocess.run(
             [sys.executable, str(program), mode, str(tmp_path)],
@@ -182,9 +151,8 @@ def test_the_temporal_recipe_answers_r1_when_the_activity_runs_again(tmp_path: P
         log.user("charge 5")
         log.begin_step()
         log.assistant("", tool_calls=[ToolCall(id="c1", name="charge", arguments={"amount": 5})])
-    page = (ROOT / "docs" / "engines.md").read_text()
     program = tmp_path / "recipe.py"
-    program.write_text(TEMPORAL_BEFORE + block_with(page, "async def charge(") + TEMPORAL_AFTER)
+    program.write_text(TEMPORAL_BEFORE + docs_block("async def charge(") + TEMPORAL_AFTER)
     args = [sys.executable, str(program), str(tmp_path)]
     first = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert first.returncode == -signal.SIGKILL, first.stderr
@@ -197,10 +165,9 @@ def test_the_temporal_recipe_answers_r1_when_the_activity_runs_again(tmp_path: P
 def test_the_opening_example_stamps_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    page = (ROOT / "docs" / "engines.md").read_text()
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"workflow_id": "wf-9"}
-    exec(block_with(page, 'log = turnlog.open("sessions"'), namespace)
+    exec(docs_block('log = turnlog.open("sessions"'), namespace)
     log = namespace["log"]
     assert isinstance(log, __import__("turnlog").Log)
     with log:
@@ -221,9 +188,8 @@ def test_the_temporal_record_activity_meets_what_it_wrote(tmp_path: Path) -> Non
 
     from turnlog.errors import ReplayDivergedError
 
-    page = (ROOT / "docs" / "engines.md").read_text()
     scope: dict[str, object] = {"STORE": str(tmp_path / "sessions"), "SESSION": "s1"}
-    exec(block_with(page, "def record("), scope)
+    exec(docs_block("def record("), scope)
     record = scope["record"]
     store = JSONLStore(tmp_path / "sessions")
 

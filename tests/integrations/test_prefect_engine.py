@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -36,7 +33,8 @@ pytest.importorskip("prefect")
 import turnlog
 from builders import assert_exports_valid
 from engine_cases import FAST_POINTS, WRITES, Tally, check_case, every_point
-from paths import ROOT
+from engine_recipes import MODEL_AND_TOOLS, PYDANTIC_MODEL, SEND_MONEY, docs_block
+from servers import free_port, serving
 from turnlog import events as ev
 from turnlog.stores import JSONLStore
 
@@ -46,17 +44,11 @@ PREFECT = Path(sys.executable).parent / "prefect"
 SIGKILLED = -signal.SIGKILL
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def prefect_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A Prefect server on loopback, and the environment its clients need."""
     home = tmp_path_factory.mktemp("prefect-home")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "PREFECT_HOME": str(home),
@@ -64,27 +56,17 @@ def prefect_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_LOGGING_LEVEL": "WARNING",
     }
-    server = subprocess.Popen(
-        [str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/health", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the Prefect server did not start") from None
-                time.sleep(0.25)
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/health", timeout=2):
+                return True
+        except OSError:
+            return False
+
+    args = [str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    with serving(args, answers, env=env, what="Prefect server"):
         yield env
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 def run(args: list[str], env: dict[str, str], kill: str, work: Path, target: str) -> int:
@@ -210,41 +192,23 @@ def test_pydantic_ai_prefect_durability_retried_runs_the_tool_once(
 # docs/engines.md's Prefect recipes, run as written. What the page leaves to
 # the reader (a model, the tools, the store) comes before each block; a main
 # that starts the flow, marks it crashed or retries it comes after.
-RECIPE_BEFORE = """
-import os, signal, sys
+RECIPE_BEFORE = (
+    """
+import os
 from pathlib import Path
 WORK = Path(os.environ["TURNLOG_ENGINE_WORK"])
 STORE = os.environ["TURNLOG_ENGINE_TARGET"]
-
-def ask_the_model(messages):
-    if not any(m["role"] == "tool" for m in messages):
-        return {"text": "", "calls": [{"id": "c1", "name": "charge", "arguments": {"amount": 5}}]}
-    return {"text": "done: " + messages[-1]["content"][:30], "calls": []}
-
-def charge(amount):
-    with (WORK / "ledger").open("a") as ledger:
-        ledger.write("charged\\n"); ledger.flush(); os.fsync(ledger.fileno())
-    if not (WORK / "killed").exists():
-        (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
-    return "charged"
-
-TOOLS = {"charge": charge}
 """
-PYDANTIC_RECIPE_BEFORE = """
-import os, signal, sys
+    + MODEL_AND_TOOLS
+)
+PYDANTIC_RECIPE_BEFORE = (
+    """
+import os
 from pathlib import Path
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import FunctionModel
 WORK = Path(os.environ["TURNLOG_ENGINE_WORK"])
-
-def script(messages, info):
-    returns = [p.content for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart(tool_name="send_money", args={"to": "bob"}, tool_call_id="c1")])
-    return ModelResponse(parts=[TextPart("told: " + str(returns[-1])[:30])])
-
-model = FunctionModel(script)
 """
+    + PYDANTIC_MODEL
+)
 RECIPE_AFTER = """
 import asyncio
 from prefect import get_client
@@ -264,21 +228,6 @@ if sys.argv[1] == "START":
 else:
     start_or_mark_crashed(WORK, {flow}, **{parameters!r})
 """
-SEND_MONEY = """
-@agent.tool_plain
-def send_money(to: str) -> str:
-    with (WORK / "ledger").open("a") as ledger:
-        ledger.write("sent\\n"); ledger.flush(); os.fsync(ledger.fileno())
-    if not (WORK / "killed").exists():
-        (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
-    return "sent"
-"""
-
-
-def docs_block(marker: str) -> str:
-    page = (ROOT / "docs" / "engines.md").read_text()
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if marker in b]
-    return block
 
 
 @pytest.mark.parametrize("recipe", ["plain", "pydantic"])

@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import pytest
 pytest.importorskip("temporalio")
 
 from engine_cases import FAST_POINTS, WRITES, Tally, check_case, every_point
+from servers import free_port, serving
 
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAM = TESTS / "temporal_program.py"
@@ -43,43 +43,28 @@ if not TEMPORAL.exists():
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def temporal_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Temporal dev server on loopback, its state in a SQLite file."""
     home = tmp_path_factory.mktemp("temporal")
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            str(TEMPORAL),
-            *("server", "start-dev", "--headless", "--port", str(port)),
-            *("--ui-port", str(_free_port()), "--http-port", str(_free_port())),
-            *("--metrics-port", str(_free_port())),
-            *("--db-filename", str(home / "dev.db"), "--log-level", "error"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the Temporal dev server did not start") from None
-                time.sleep(0.2)
+    port = free_port()
+    args = [
+        str(TEMPORAL),
+        *("server", "start-dev", "--headless", "--port", str(port)),
+        *("--ui-port", str(free_port()), "--http-port", str(free_port())),
+        *("--metrics-port", str(free_port())),
+        *("--db-filename", str(home / "dev.db"), "--log-level", "error"),
+    ]
+
+    def answers() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    with serving(args, answers, what="Temporal dev server", timeout_s=60):
         yield f"127.0.0.1:{port}"
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 def run(mode: str, address: str, workflow_id: str, kill: str, work: Path) -> int:
