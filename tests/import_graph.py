@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "turnlog"
 FLOORS: dict[str, int] = {
     "errors": 1,
     "text": 1,
+    "json_depth": 1,
     "events": 2,
     "words": 1,
     "core": 3,
