@@ -140,3 +140,139 @@ def test_temporal_kill_campaign(temporal_address: str, tmp_path: Path) -> None:
         f"{tally.double_runs} double runs, {tally.r1} answered R1"
     )
     assert tally.double_runs == 0
+
+
+PYDANTIC_PROGRAM = TESTS / "pydantic_temporal_program.py"
+
+
+@pytest.mark.parametrize("kill", ["tool", "model2", "none"])
+def test_pydantic_ai_temporal_durability_runs_the_tool_once(
+    kill: str, temporal_address: str, tmp_path: Path
+) -> None:
+    """TemporalDurability with TurnlogTemporalCapability: a worker killed in
+    the tool (whose activity Temporal does not retry) or in the next model
+    request is taken over by a new worker; the tool ran once, the log is one
+    run's, and after a kill in the tool the model's next request reads R1."""
+    pytest.importorskip("pydantic_ai")
+    import json
+    from collections import Counter
+
+    import turnlog
+    from builders import assert_exports_valid
+    from turnlog import events as ev
+    from turnlog.stores import JSONLStore
+
+    store = tmp_path / "store"
+    env = {
+        **os.environ,
+        "TURNLOG_ENGINE_TARGET": str(store),
+        "TURNLOG_ENGINE_WORK": str(tmp_path),
+        "TURNLOG_ENGINE_KILL": kill,
+    }
+    workflow_id = f"payer-{next(_workflows)}"
+    codes = []
+    for mode in ("START", "WORK") if kill != "none" else ("START",):
+        done = subprocess.run(
+            [sys.executable, str(PYDANTIC_PROGRAM), mode, temporal_address, workflow_id],
+            cwd=TESTS,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        codes.append(done.returncode)
+        assert done.returncode in (0, SIGKILLED), done.stdout[-2000:] + done.stderr[-3000:]
+    assert codes[-1] == 0 and (kill == "none" or codes[0] == SIGKILLED), codes
+    assert (tmp_path / "tools.log").read_text().splitlines() == ["send_money bob"]
+    events = list(JSONLStore(store).iter_events("s1"))
+    types = Counter(type(e.data).__name__ for e in events)
+    assert types["TurnStart"] == types["UserMessage"] == types["ToolDispatch"] == 1, types
+    assert types["ToolResult"] == 1 and types["TurnEnd"] == 1, types
+    (result,) = [e for e in events if isinstance(e.data, ev.ToolResult)]
+    last_request = json.loads((tmp_path / "model.jsonl").read_text().splitlines()[-1])
+    if kill == "tool":
+        assert result.data.rule == "R1" and result.origin == "recovery"
+        assert "NOT been retried" in last_request[0]
+    else:
+        assert result.data.content == "sent to bob" and last_request == ["sent to bob"]
+    with turnlog.open(store, "s1") as log:
+        assert not log.crashed
+        assert_exports_valid(log.messages)
+
+
+# docs/engines.md's TemporalDurability recipe, run as written: what the page
+# leaves to the reader (the model, the tool) before and after the block, and
+# a worker main that starts the workflow or takes it over.
+RECIPE_BEFORE = """
+import os
+from pathlib import Path
+WORK = Path(os.environ["TURNLOG_ENGINE_WORK"])
+"""
+RECIPE_AFTER = """
+@agent.tool_plain(metadata={"temporal": send_once})
+def send_money(to: str) -> str:
+    with (WORK / "ledger").open("a") as ledger:
+        ledger.write("sent\\n"); ledger.flush(); os.fsync(ledger.fileno())
+    if not (WORK / "killed").exists():
+        (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
+    return "sent"
+
+import asyncio
+from temporalio.client import Client
+from temporalio.worker import Worker
+from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
+
+async def main(mode, address, workflow_id):
+    client = await Client.connect(address, plugins=[PydanticAIPlugin()])
+    async with Worker(client, task_queue="docs", workflows=[PayerWorkflow], activities=ACTIVITIES,
+                      plugins=[AgentPlugin(agent)],
+                      sticky_queue_schedule_to_start_timeout=timedelta(seconds=1)):
+        if mode == "START":
+            handle = await client.start_workflow(PayerWorkflow.run, "send bob money", id=workflow_id,
+                                                 task_queue="docs", task_timeout=timedelta(seconds=2))
+        else:
+            handle = client.get_workflow_handle(workflow_id)
+        print(await handle.result())
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:4]))
+    sys.stdout.flush()
+    os._exit(0)
+"""
+
+
+def test_the_temporal_durability_recipe_runs_as_written(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    from engine_recipes import PYDANTIC_MODEL, docs_block
+    from turnlog import events as ev
+    from turnlog.stores import JSONLStore
+
+    # The worker's timeouts are the block's (30 s); this test shortens them
+    # to its own 3 s, the one change it makes.
+    block = docs_block("TurnlogTemporalCapability(").replace("seconds=30", "seconds=3")
+    program = tmp_path / "recipe.py"
+    program.write_text(RECIPE_BEFORE + PYDANTIC_MODEL + block + RECIPE_AFTER)
+    env = {**os.environ, "TURNLOG_ENGINE_WORK": str(tmp_path), "PYTHONPATH": str(TESTS)}
+    workflow_id = f"docs-{next(_workflows)}"
+    codes = []
+    for mode in ("START", "WORK"):
+        done = subprocess.run(
+            [sys.executable, str(program), mode, temporal_address, workflow_id],
+            cwd=tmp_path,  # the recipe's "sessions" directory
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode in (0, SIGKILLED), done.stdout[-2000:] + done.stderr[-3000:]
+        codes.append((done.returncode, done.stdout))
+    assert codes[0][0] == SIGKILLED and codes[1][0] == 0
+    assert codes[1][1].strip().startswith("told: [turnlog] The agent process")
+    assert (tmp_path / "ledger").read_text() == "sent\n"
+    results = [
+        e
+        for e in JSONLStore(tmp_path / "sessions").iter_events("support-42")
+        if isinstance(e.data, ev.ToolResult)
+    ]
+    assert [r.data.rule for r in results] == ["R1"]

@@ -325,8 +325,9 @@ def check_engine(engine: str) -> None:
     if engine not in ENGINES:
         raise UsageError(
             f"unknown engine {engine!r}; a hook names the runs of {', '.join(ENGINES)}",
-            hint="under Temporal, whose workflow code may not write files, guard each tool "
-            "inside its activity with turnlog.at_most_once (docs/engines.md)",
+            hint="under Temporal, whose workflow code may not write files, use "
+            "TurnlogTemporalCapability (turnlog.integrations.pydantic_ai_temporal), which "
+            "writes through activities (docs/engines.md)",
         )
 
 
