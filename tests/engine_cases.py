@@ -79,3 +79,24 @@ def every_point() -> list[list[str]]:
     double = [["tool:charge", f"event:{k}"] for k in (1, 2, 4)]
     double += [["event:6", "tool:email"], ["tool:lookup", "tool:charge"]]
     return single + double
+
+
+def check_payer_case(work: Path, store: str, kill: str) -> None:
+    """A Pydantic AI payer run (tests/pydantic_engine_agent.py) after its
+    kill and its engine's recovery: the tool ran once, the log is one run's,
+    and after a kill in the tool the model's next request reads R1."""
+    assert (work / "tools.log").read_text().splitlines() == ["send_money bob"]
+    events = list(open_store(store)[0].iter_events("s1"))
+    types = Counter(type(e.data).__name__ for e in events)
+    assert types["TurnStart"] == types["UserMessage"] == types["ToolDispatch"] == 1, types
+    assert types["ToolResult"] == 1 and types["TurnEnd"] == 1, types
+    (result,) = [e for e in events if isinstance(e.data, ev.ToolResult)]
+    last_request = json.loads((work / "model.jsonl").read_text().splitlines()[-1])
+    if kill == "tool":
+        assert result.data.rule == "R1" and result.origin == "recovery"
+        assert "NOT been retried" in last_request[0]
+    else:
+        assert result.data.content == "sent to bob" and last_request == ["sent to bob"]
+    with turnlog.open(store, "s1") as log:
+        assert not log.crashed
+        assert_exports_valid(log.messages)

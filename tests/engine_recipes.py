@@ -48,9 +48,10 @@ def script(messages, info):
 model = FunctionModel(script)
 """
 
-# The tool a Pydantic AI recipe's agent names, registered after the block.
-SEND_MONEY = """
-@agent.tool_plain
+# The tool a Pydantic AI recipe's agent names, registered after the block
+# (with `@agent.tool_plain`, or the decorator a recipe asks for).
+SEND_MONEY_UNDER = """
+{decorator}
 def send_money(to: str) -> str:
     with (WORK / "ledger").open("a") as ledger:
         ledger.write("sent\\n"); ledger.flush(); os.fsync(ledger.fileno())
@@ -58,6 +59,7 @@ def send_money(to: str) -> str:
         (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
     return "sent"
 """
+SEND_MONEY = SEND_MONEY_UNDER.format(decorator="@agent.tool_plain")
 
 
 def docs_block(marker: str) -> str:

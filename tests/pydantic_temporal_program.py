@@ -14,9 +14,7 @@ a worker that dies inside it leaves the call to turnlog, which answers R1.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,13 +22,12 @@ from pydantic_ai import Agent
 from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin, TemporalDurability
 from pydantic_ai.models.function import FunctionModel
 from temporalio import workflow
-from temporalio.client import Client
 from temporalio.common import RetryPolicy
-from temporalio.worker import Worker
 from temporalio.workflow import ActivityConfig
 
 with workflow.unsafe.imports_passed_through():
     from pydantic_engine_agent import Payer
+    from temporal_launch import start_or_take_over
     from turnlog.integrations.pydantic_ai_temporal import ACTIVITIES, TurnlogTemporalCapability
 
 STORE = os.environ["TURNLOG_ENGINE_TARGET"]
@@ -58,32 +55,13 @@ class PayerWorkflow:
         return str((await agent.run(prompt)).output)
 
 
-async def main(mode: str, address: str, workflow_id: str) -> None:
-    client = await Client.connect(address, plugins=[PydanticAIPlugin()])
-    worker = Worker(
-        client,
+if __name__ == "__main__":
+    start_or_take_over(
+        PayerWorkflow.run,
+        ["send bob money"],
         task_queue="payer",
+        client_plugins=[PydanticAIPlugin()],
         workflows=[PayerWorkflow],
         activities=ACTIVITIES,
         plugins=[AgentPlugin(agent)],
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
     )
-    async with worker:
-        if mode == "START":
-            handle = await client.start_workflow(
-                PayerWorkflow.run,
-                "send bob money",
-                id=workflow_id,
-                task_queue="payer",
-                task_timeout=timedelta(seconds=2),
-            )
-        else:
-            handle = client.get_workflow_handle(workflow_id)
-        print(await handle.result())
-
-
-if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
-    # The SDK's core threads can still be winding down at interpreter exit.
-    sys.stdout.flush()
-    os._exit(0)

@@ -6,9 +6,8 @@ against a Temporal dev server on loopback:
     TURNLOG_ENGINE_TARGET=... TURNLOG_ENGINE_WORK=... TURNLOG_ENGINE_KILL=...
     python temporal_program.py START|WORK ADDRESS WORKFLOW_ID
 
-START starts the workflow and serves it until it finishes; WORK serves the
-task queue until the workflow finishes (a second worker, after the first
-was SIGKILLed). Workflow code may not write files, so every turnlog write
+(tests/temporal_launch.py: START starts the workflow, WORK is a new worker
+after the first was SIGKILLed.) Workflow code may not write files, so every turnlog write
 is an activity's:
 
 - `record` writes the run's turn as the workflow knows it so far (the
@@ -24,22 +23,19 @@ is an activity's:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
 from temporalio import activity, workflow
-from temporalio.client import Client
 from temporalio.common import RetryPolicy
-from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
     import turnlog
     from engine_agent import PROMPT, Agent, as_request, guarded_tool
+    from temporal_launch import start_or_take_over
     from turnlog import EngineRun, ToolCall
 
 QUEUE = "turnlog-agent"
@@ -113,34 +109,12 @@ class AgentWorkflow:
                 return str(reply["text"])
 
 
-async def main(mode: str, address: str, workflow_id: str) -> None:
-    client = await Client.connect(address)
-    worker = Worker(
-        client,
+if __name__ == "__main__":
+    start_or_take_over(
+        AgentWorkflow.run,
+        [],
         task_queue=QUEUE,
         workflows=[AgentWorkflow],
         activities=[record, call_model, run_tool],
         activity_executor=ThreadPoolExecutor(4),
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
     )
-    async with worker:
-        if mode == "START":
-            # A short workflow task timeout: the dead worker's task moves on soon.
-            handle = await client.start_workflow(
-                AgentWorkflow.run,
-                id=workflow_id,
-                task_queue=QUEUE,
-                task_timeout=timedelta(seconds=2),
-            )
-        else:
-            handle = client.get_workflow_handle(workflow_id)
-        print(await handle.result())
-
-
-if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
-    # The SDK's core threads can still be winding down at interpreter exit
-    # (seen: a fatal PyGILState_Release after the result was printed); the
-    # work is done and printed, so leave without the finalizer.
-    sys.stdout.flush()
-    os._exit(0)

@@ -16,13 +16,11 @@ server outlives its workers.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import urllib.request
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,9 +28,7 @@ import pytest
 
 pytest.importorskip("prefect")
 
-import turnlog
-from builders import assert_exports_valid
-from engine_cases import FAST_POINTS, WRITES, Tally, check_case, every_point
+from engine_cases import FAST_POINTS, WRITES, Tally, check_case, check_payer_case, every_point
 from engine_recipes import MODEL_AND_TOOLS, PYDANTIC_MODEL, SEND_MONEY, docs_block
 from servers import free_port, serving
 from turnlog import events as ev
@@ -172,21 +168,7 @@ def test_pydantic_ai_prefect_durability_retried_runs_the_tool_once(
     target = str(tmp_path / "store")
     made, _ = kill_and_retry(prefect_env, tmp_path, [kill], target, PYDANTIC_PROGRAM, "")
     assert made == 1
-    assert (tmp_path / "tools.log").read_text().splitlines() == ["send_money bob"]
-    events = list(JSONLStore(target).iter_events("s1"))
-    types = Counter(type(e.data).__name__ for e in events)
-    assert types["TurnStart"] == types["UserMessage"] == types["ToolDispatch"] == 1, types
-    assert types["ToolResult"] == 1 and types["TurnEnd"] == 1, types
-    (result,) = [e for e in events if isinstance(e.data, ev.ToolResult)]
-    last_request = json.loads((tmp_path / "model.jsonl").read_text().splitlines()[-1])
-    if kill == "tool":
-        assert result.data.rule == "R1" and result.origin == "recovery"
-        assert "NOT been retried" in last_request[0]
-    else:
-        assert last_request == ["sent to bob"]
-    with turnlog.open(target, "s1") as log:
-        assert not log.crashed
-        assert_exports_valid(log.messages)
+    check_payer_case(tmp_path, target, kill)
 
 
 # docs/engines.md's Prefect recipes, run as written. What the page leaves to

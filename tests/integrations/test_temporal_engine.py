@@ -27,7 +27,8 @@ import pytest
 
 pytest.importorskip("temporalio")
 
-from engine_cases import FAST_POINTS, WRITES, Tally, check_case, every_point
+from engine_cases import FAST_POINTS, WRITES, Tally, check_case, check_payer_case, every_point
+from engine_recipes import SEND_MONEY_UNDER
 from servers import free_port, serving
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -154,14 +155,6 @@ def test_pydantic_ai_temporal_durability_runs_the_tool_once(
     request is taken over by a new worker; the tool ran once, the log is one
     run's, and after a kill in the tool the model's next request reads R1."""
     pytest.importorskip("pydantic_ai")
-    import json
-    from collections import Counter
-
-    import turnlog
-    from builders import assert_exports_valid
-    from turnlog import events as ev
-    from turnlog.stores import JSONLStore
-
     store = tmp_path / "store"
     env = {
         **os.environ,
@@ -183,21 +176,7 @@ def test_pydantic_ai_temporal_durability_runs_the_tool_once(
         codes.append(done.returncode)
         assert done.returncode in (0, SIGKILLED), done.stdout[-2000:] + done.stderr[-3000:]
     assert codes[-1] == 0 and (kill == "none" or codes[0] == SIGKILLED), codes
-    assert (tmp_path / "tools.log").read_text().splitlines() == ["send_money bob"]
-    events = list(JSONLStore(store).iter_events("s1"))
-    types = Counter(type(e.data).__name__ for e in events)
-    assert types["TurnStart"] == types["UserMessage"] == types["ToolDispatch"] == 1, types
-    assert types["ToolResult"] == 1 and types["TurnEnd"] == 1, types
-    (result,) = [e for e in events if isinstance(e.data, ev.ToolResult)]
-    last_request = json.loads((tmp_path / "model.jsonl").read_text().splitlines()[-1])
-    if kill == "tool":
-        assert result.data.rule == "R1" and result.origin == "recovery"
-        assert "NOT been retried" in last_request[0]
-    else:
-        assert result.data.content == "sent to bob" and last_request == ["sent to bob"]
-    with turnlog.open(store, "s1") as log:
-        assert not log.crashed
-        assert_exports_valid(log.messages)
+    check_payer_case(tmp_path, str(store), kill)
 
 
 # docs/engines.md's TemporalDurability recipe, run as written: what the page
@@ -208,37 +187,18 @@ import os
 from pathlib import Path
 WORK = Path(os.environ["TURNLOG_ENGINE_WORK"])
 """
-RECIPE_AFTER = """
-@agent.tool_plain(metadata={"temporal": send_once})
-def send_money(to: str) -> str:
-    with (WORK / "ledger").open("a") as ledger:
-        ledger.write("sent\\n"); ledger.flush(); os.fsync(ledger.fileno())
-    if not (WORK / "killed").exists():
-        (WORK / "killed").touch(); os.kill(os.getpid(), signal.SIGKILL)
-    return "sent"
-
-import asyncio
-from temporalio.client import Client
-from temporalio.worker import Worker
+RECIPE_AFTER = (
+    SEND_MONEY_UNDER.format(decorator='@agent.tool_plain(metadata={"temporal": send_once})')
+    + """
 from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
-
-async def main(mode, address, workflow_id):
-    client = await Client.connect(address, plugins=[PydanticAIPlugin()])
-    async with Worker(client, task_queue="docs", workflows=[PayerWorkflow], activities=ACTIVITIES,
-                      plugins=[AgentPlugin(agent)],
-                      sticky_queue_schedule_to_start_timeout=timedelta(seconds=1)):
-        if mode == "START":
-            handle = await client.start_workflow(PayerWorkflow.run, "send bob money", id=workflow_id,
-                                                 task_queue="docs", task_timeout=timedelta(seconds=2))
-        else:
-            handle = client.get_workflow_handle(workflow_id)
-        print(await handle.result())
+from temporal_launch import start_or_take_over
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
-    sys.stdout.flush()
-    os._exit(0)
+    start_or_take_over(PayerWorkflow.run, ["send bob money"], task_queue="docs",
+                       client_plugins=[PydanticAIPlugin()], workflows=[PayerWorkflow],
+                       activities=ACTIVITIES, plugins=[AgentPlugin(agent)])
 """
+)
 
 
 def test_the_temporal_durability_recipe_runs_as_written(
