@@ -47,6 +47,11 @@ _SYNTHETIC_ORIGINS: Final = frozenset(
 )
 # An enum's `.value` is a descriptor call: the hot path reads a plain string.
 _IMPORT: Final = Origin.IMPORT.value
+#: The types of event the transcript holds a message for, each at its event's
+#: seq: a reader that knows every such seq is covered elsewhere needs no fold.
+TRANSCRIPT_TYPES: Final = frozenset(
+    {"system_message", "user_message", "assistant_message", "tool_result", "compaction"}
+)
 _NONE_ASKED: Final[frozenset[str]] = frozenset()
 
 
@@ -61,6 +66,8 @@ class Fold(OpenTurnQuestions):
     def __init__(self, events: Iterable[Event] = (), *, keep_transcript: bool = True) -> None:
         self._session: ev.Session | None = None
         self._next_seq = 0
+        # The first seq whose message the transcript may hold (see `resume_at`).
+        self._transcript_from = 0
         self._last_ts: str | None = None
         # Without a transcript, memory is bounded by the open turn: for checks
         # that stream a whole log.
@@ -112,6 +119,7 @@ class Fold(OpenTurnQuestions):
         and the last message are exact as long as the tail reaches a turn boundary.
         """
         self._next_seq = next_seq
+        self._transcript_from = next_seq
         self._revivals = revivals
         self._snapshot = None
         if next_seq > 1 and not self._user_spoke:
@@ -165,6 +173,12 @@ class Fold(OpenTurnQuestions):
     @property
     def next_seq(self) -> int:
         return self._next_seq
+
+    @property
+    def transcript_from(self) -> int:
+        """The seq the transcript starts at: 0 for a fold of the whole log; a
+        tail fold's holds nothing older than where it resumed."""
+        return self._transcript_from
 
     @property
     def last_ts(self) -> str | None:

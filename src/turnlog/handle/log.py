@@ -93,6 +93,15 @@ class Log:
         with held.lock:
             return held.whole_fold().state.messages
 
+    def transcript_held(self) -> tuple[int, tuple[Message, ...]]:
+        """The transcript this handle holds without reading the log: the seq
+        it starts at (0 once the whole log is read) and its messages from
+        there, current with every append."""
+        held = self.held
+        with held.lock:
+            fold = held.fold
+            return fold.transcript_from, fold.state.messages
+
     @property
     def transcript_read(self) -> bool:
         """True once the whole log is read: `messages` and `state` then cost no I/O."""

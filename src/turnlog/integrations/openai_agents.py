@@ -140,7 +140,10 @@ class TurnlogSession:
     async def _items(self) -> list[tuple[tuple[int, int], Any]]:
         if not self._shared.loaded:
             await self.log.call(self._shared.load, self.log.log)
-        return visible_items(await self.log.messages(), self._shared)
+        # What the handle holds is enough: a load that left the transcript
+        # unread proved every older message is among the saved batches'.
+        _, messages = await self.log.call_light(self.log.log.transcript_held)
+        return visible_items(messages, self._shared)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The conversation as Responses input items, oldest first (the newest

@@ -10,11 +10,14 @@ from typing import Any
 import msgspec
 
 from turnlog import events as ev
+from turnlog.core.fold import TRANSCRIPT_TYPES
 from turnlog.core.state import Message
+from turnlog.errors import TurnlogError
 from turnlog.events import Origin
 from turnlog.handle.bulk import collector_paused
 from turnlog.handle.log import Log
 from turnlog.providers import openai_responses
+from turnlog.stores.skim import RecordHandler
 
 # The items one `add_items` call saved, verbatim, and the seqs of the
 # transcript messages they stand for (what the SDK saved is what it reads
@@ -88,16 +91,46 @@ class SessionView:
         return self.seq_of.get(key)
 
     def load(self, log: Log) -> None:
-        """Read the session's own events the log holds, in the same pass that
-        reads its transcript when that is not read yet (a session opened per
-        request then reads its log once, not twice)."""
+        """Read the session's own events the log holds. A skim when it can
+        (`skim`); otherwise in the same pass that reads its transcript when
+        that is not read yet (a session opened per request then reads its log
+        once, not twice)."""
         with log.lock:
             if self.loaded:
                 return
-            if not log.read_transcript(observe=self.see):
+            if log.transcript_read:
                 for event in log.store.iter_events(log.session_id):
                     self.see(event)
+            elif not self.skim(log):
+                log.read_transcript(observe=self.see)
             self.loaded = True
+
+    def skim(self, log: Log) -> bool:
+        """Load from a skim of the log (`Store.skim`), which decodes only the
+        events this view keeps, and leave the transcript unread. True if it
+        did; False, with nothing changed, when the store cannot skim, or when
+        an older message than the handle's transcript holds is not among
+        the saved batches' (`visible_items` would need it: the caller reads
+        the whole log instead)."""
+        found = SessionView()
+        said: list[int] = []
+        handlers = _skim_handlers(found, said)
+        try:
+            with collector_paused():
+                count = log.store.skim(log.session_id, handlers)
+        except _NotSkimmable:
+            return False
+        if count is None or count != log.next_seq:
+            return False
+        start, _ = log.transcript_held()
+        covered: set[int] = set()
+        for batch in found.saved:
+            covered |= batch.covers
+        if any(seq < start and seq not in covered for seq in said):
+            return False
+        self.saved, self.legacy, self.seq_of = found.saved, found.legacy, found.seq_of
+        self.hidden, self.cleared_through = found.hidden, found.cleared_through
+        return True
 
     def see(self, event: ev.Event) -> None:
         data = event.data
@@ -124,6 +157,99 @@ class SessionView:
                     self.seq_of[f"item:{call.extra['item_id']}"] = event.seq
         elif isinstance(data, ev.ToolResult):
             self.seq_of[f"output:{data.call_id}"] = event.seq
+
+
+class _NotSkimmable(Exception):
+    """A record a skim handed over is not in the shape its decoder takes."""
+
+
+class _SavedData(msgspec.Struct):
+    items: msgspec.Raw
+    covers: list[int]
+
+
+class _SavedRecord(msgspec.Struct):
+    data: _SavedData
+
+
+class _CallIds(msgspec.Struct):
+    id: str
+    extra: dict[str, Any] | None = None
+
+
+class _AskedData(msgspec.Struct):
+    tool_calls: list[_CallIds] = []
+
+
+class _AskedRecord(msgspec.Struct):
+    data: _AskedData
+
+
+class _AnsweredData(msgspec.Struct):
+    call_id: str
+
+
+class _AnsweredRecord(msgspec.Struct):
+    data: _AnsweredData
+
+
+_saved_decoder = msgspec.json.Decoder(_SavedRecord)
+_asked_decoder = msgspec.json.Decoder(_AskedRecord)
+_answered_decoder = msgspec.json.Decoder(_AnsweredRecord)
+
+
+def _skim_handlers(view: SessionView, said: list[int]) -> dict[str, RecordHandler]:
+    """What a skim hands `view` (what `SessionView.see` keeps, decoded only
+    as far as it needs) and the seqs of the transcript's messages, to `said`."""
+    saved = view.saved.append
+    seq_of = view.seq_of
+    note = said.append
+
+    def on_saved(seq: int, record: bytes) -> None:
+        try:
+            data = _saved_decoder.decode(record).data
+        except msgspec.DecodeError:
+            view.see(_decoded(record))  # an odd batch: the careful decode words it
+            return
+        saved(SavedBatch(seq, bytes(data.items), frozenset(data.covers)))
+
+    def on_asked(seq: int, record: bytes) -> None:
+        note(seq)
+        try:
+            calls = _asked_decoder.decode(record).data.tool_calls
+        except msgspec.DecodeError:
+            raise _NotSkimmable from None
+        for call in calls:
+            seq_of[f"call:{call.id}"] = seq
+            item_id = call.extra.get("item_id") if call.extra else None
+            if isinstance(item_id, str):
+                seq_of[f"item:{item_id}"] = seq
+
+    def on_answered(seq: int, record: bytes) -> None:
+        note(seq)
+        try:
+            seq_of[f"output:{_answered_decoder.decode(record).data.call_id}"] = seq
+        except msgspec.DecodeError:
+            raise _NotSkimmable from None
+
+    def on_said(seq: int, record: bytes) -> None:
+        note(seq)
+
+    def on_own(seq: int, record: bytes) -> None:
+        view.see(_decoded(record))
+
+    handlers: dict[str, RecordHandler] = dict.fromkeys(TRANSCRIPT_TYPES, on_said)
+    handlers |= {"assistant_message": on_asked, "tool_result": on_answered}
+    handlers |= dict.fromkeys((SAVED_EVENT,), on_saved)
+    handlers |= dict.fromkeys((HIDE_EVENT, CLEAR_EVENT, ITEM_EVENT), on_own)
+    return handlers
+
+
+def _decoded(record: bytes) -> ev.Event:
+    try:
+        return ev.decode_event(record)
+    except TurnlogError:
+        raise _NotSkimmable from None
 
 
 def visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[Key, Any]]:

@@ -24,6 +24,7 @@ from turnlog.errors import (
 )
 from turnlog.events import Event
 from turnlog.stores import holders
+from turnlog.stores.skim import SkimHandlers
 
 # Portable on every filesystem and safe as a file name: no separators, no
 # leading dot (hidden files, `..`), bounded length.
@@ -434,6 +435,15 @@ class Store(abc.ABC):
         """Every valid event, oldest first. Stores override this to stream, so
         a whole-log command holds one record at a time, not the log."""
         yield from self.read(session_id)
+
+    def skim(self, session_id: str, handlers: SkimHandlers) -> int | None:
+        """Check every record of the session and hand those of the types in
+        `handlers` to them, oldest first, decoding none of the others
+        (`turnlog.stores.skim`): a reader that needs a few kinds of event from
+        a long log. Returns the session's next seq; None when the store cannot
+        skim it (damage, hand-made records, a store that keeps no lines): read
+        it with `iter_events` then, which says what is wrong."""
+        return None
 
     def iter_newest_first(self, session_id: str) -> Iterator[Event]:
         """Events newest first. Stores override this to read backwards lazily."""

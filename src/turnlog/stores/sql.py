@@ -24,6 +24,7 @@ from turnlog.stores.base import (
     validate_header,
 )
 from turnlog.stores.rows import decode_row, refuse_gap
+from turnlog.stores.skim import SkimHandlers, skim_lines
 
 # Idle reading connections kept for reuse; more than this are closed when
 # given back (each is a file handle, or a server backend for PostgreSQL).
@@ -226,6 +227,11 @@ class SQLStore(Store):
                 refuse_gap(self.url, session_id, expected, seq)
             yield decode_row(self.url, session_id, seq, line)
 
+    def skim(self, session_id: str, handlers: SkimHandlers) -> int | None:
+        if not self.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
+        return skim_lines(_row_lines(self._rows(session_id)), handlers)
+
     def iter_newest_first(self, session_id: str) -> Iterator[Event]:
         expected: int | None = None
         for seq, line in self._rows(session_id, descending=True):
@@ -238,3 +244,15 @@ class SQLStore(Store):
         if from_seq < 0:
             raise UsageError(f"from_seq must be >= 0, not {from_seq}")
         return list(self.iter_events(session_id))[from_seq:]
+
+
+def _row_lines(rows: Iterable[tuple[int, object]]) -> Iterator[bytes]:
+    """Each row's line, as `skim_lines` takes it; an empty line (which it
+    refuses) for a row whose seq is out of order or whose line is no bytes."""
+    for expected, (seq, line) in enumerate(rows):
+        if isinstance(line, str):
+            line = line.encode("utf-8", "surrogateescape")  # a text column
+        if seq != expected or not isinstance(line, bytes):
+            yield b""
+            return
+        yield line[:-1] if line[-1:] == b"\n" else line

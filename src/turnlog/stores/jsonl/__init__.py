@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 from turnlog.core.damage import Scan
 from turnlog.stores.jsonl.backward import TAIL_BLOCK_BYTES
 from turnlog.stores.jsonl.head import HEADER_START, Head
-from turnlog.stores.jsonl.store import MAX_PATH_BYTES, SUFFIX, JSONLStore
+from turnlog.stores.jsonl.listing import SUFFIX
+from turnlog.stores.jsonl.store import MAX_PATH_BYTES, JSONLStore
 from turnlog.stores.locks import LOCK_RETRY_S, lock_pid
 
 if TYPE_CHECKING:

@@ -26,7 +26,6 @@ from turnlog.events import Event
 from turnlog.stores import holders
 from turnlog.stores.base import (
     AGENTS_SUFFIX,
-    MAX_AGENT_DEPTH,
     Holder,
     Store,
     StoreWriter,
@@ -41,11 +40,13 @@ from turnlog.stores.base import (
 from turnlog.stores.fileio import DEFAULT_IO, O_DIRECTORY, O_NOFOLLOW, FileIO
 from turnlog.stores.jsonl.backward import read_tail
 from turnlog.stores.jsonl.head import Head, misnamed_hint, read_head
+from turnlog.stores.jsonl.listing import SUFFIX, collect_sessions
 from turnlog.stores.jsonl.oserrors import closed_on_error, exists_at, kind_of, translate
 from turnlog.stores.locks import flock_holder, lock_pid, retry_lock, try_flock
 from turnlog.stores.record import (
     encode_line,
 )
+from turnlog.stores.skim import SkimHandlers
 
 if TYPE_CHECKING:
     from turnlog.stores.jsonl.writer import JSONLWriter
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 # The whole-file scanner, the writer and the sidecar are imported by the
 # methods that use them: reading a session's tail loads none of them.
 
-SUFFIX: Final = ".jsonl"
 # Longer directory paths are refused up front (Linux's PATH_MAX), so a
 # runaway path is a clear error, not a failure deep inside makedirs.
 MAX_PATH_BYTES: Final = 4096
@@ -342,41 +342,28 @@ class JSONLStore(Store):
         `<id>.agents/`: commands report an entry that is not a session file
         (a directory, a pipe, a link) on its own."""
         out: list[str] = []
-        self._collect(None, out)
+        collect_sessions(self.directory, "", out, deep=True)
         return sorted(out)
 
     def children(self, session_id: str) -> list[str]:
+        folder = self.path(session_id)[: -len(SUFFIX)] + AGENTS_SUFFIX
         out: list[str] = []
-        self._collect(session_id, out, deep=False)
+        collect_sessions(folder, session_id + AGENTS_SUFFIX + "/", out, deep=False)
         return sorted(out)
 
-    def _collect(self, parent: str | None, out: list[str], *, deep: bool = True) -> None:
-        if parent is None:
-            directory, prefix = self.directory, ""
-        else:
-            directory = os.path.join(self._session_dir(parent), self.filename(parent))
-            directory = directory[: -len(SUFFIX)] + AGENTS_SUFFIX
-            prefix = parent + AGENTS_SUFFIX + "/"
+    def skim(self, session_id: str, handlers: SkimHandlers) -> int | None:
+        fd = self._open_file(session_id, os.O_RDONLY)
         try:
-            names = os.listdir(directory)
-        except (FileNotFoundError, NotADirectoryError):
-            return
+            head, end = self._head(fd, session_id)
+            if head.header is None or not head.checksummed:
+                return None
+            from turnlog.stores.jsonl.forward import skim_fd
+
+            return skim_fd(fd, end, handlers)
         except OSError as exc:
-            raise translate(exc, "list", directory) from exc
-        present = set(names)
-        for name in names:
-            if not name.endswith(SUFFIX):
-                continue
-            stem = name[: -len(SUFFIX)]
-            try:
-                session_id = validate_session_id(prefix + stem)
-            except UsageError:
-                continue
-            out.append(session_id)
-            # Only a session that spawned subagents has a folder to descend
-            # into: a store of many sessions lists each folder once.
-            if deep and stem + AGENTS_SUFFIX in present and session_id.count("/") < MAX_AGENT_DEPTH:
-                self._collect(session_id, out)
+            raise translate(exc, "read", self.path(session_id)) from exc
+        finally:
+            os.close(fd)
 
     def exists(self, session_id: str) -> bool:
         return os.path.lexists(self.path(session_id))
