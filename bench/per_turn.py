@@ -112,7 +112,20 @@ class _Tool:
 def agents_turn_factory(side: str, path: Path) -> tuple[Any, Any]:
     """(open, turn): open the session; one turn on it (a coroutine)."""
     if side in ("turnlog", "bare"):
+        from agents.items import ModelResponse
+        from agents.usage import Usage
+
         from turnlog.integrations.openai_agents import TurnlogSession
+
+        # The SDK builds the replies the hooks are handed, and dumps their
+        # items to save them, on either side (its models make them); its
+        # classes finish building on first use, which is the SDK's cost, not
+        # the session layer's: done here, off the clock.
+        _, (asked, _, answer) = agents_items(0)
+        reply = ModelResponse(output=[asked, answer], usage=Usage(), response_id=None)
+        for item in reply.output:
+            if hasattr(item, "model_dump"):
+                item.model_dump(mode="json", exclude_none=True)
 
         def open_session() -> Any:
             return TurnlogSession(str(path.parent), path.stem)

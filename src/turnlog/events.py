@@ -516,6 +516,17 @@ def _make_fast_decoder() -> msgspec.json.Decoder[Any]:
     return _fast_decoder
 
 
+def prepare_decoders() -> None:
+    """Make every record decoder now (about 2 ms), for a process that will
+    read sessions; otherwise each is made on first need, so a command that
+    reads a few records does not pay for all of them."""
+    for name, data_type in VOCABULARY.items():
+        if name not in _data_decoders:
+            _data_decoders[name] = msgspec.json.Decoder(data_type)
+    if _fast_decoder is None:
+        _make_fast_decoder()
+
+
 def decode_record_fast(record: bytes | str) -> Event | None:
     """One-pass decode of a well-formed record of a vocabulary type; None for
     anything that needs the careful path in `decode_event` (a custom type, a

@@ -35,6 +35,7 @@ from turnlog.core.pauses import awaiting_call
 from turnlog.errors import UsageError
 from turnlog.events import ToolCall
 from turnlog.handle.log import Log
+from turnlog.handle.opening import prepare_opening
 from turnlog.integrations import (
     AheadCall,
     acquire,
@@ -67,6 +68,10 @@ from turnlog.integrations.openai_agents_saving import (
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
 from turnlog.text import foreign_text
+
+# A program that imports this opens sessions: what the first open makes on
+# the way is made here, once, not in the program's first turn.
+prepare_opening()
 
 
 def _data(item: Any) -> dict[str, Any]:
@@ -200,6 +205,11 @@ class TurnlogSession:
         `session.close()`, as `SQLiteSession.close()` is called, starts it."""
         if not self._closed:
             self._closed = True
+            # The index of the session's own events, brought up to date on
+            # the writer thread before the release: the next process to open
+            # the session reads through it (`SessionView.reindex`).
+            if self._shared.loaded:
+                self._log.call_soon(self._shared.reindex, self._log.log)
             self._closing = self._log.start_close()
         return Closing(self._closing)
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
 from turnlog import events as ev
 from turnlog.core.fold import TRANSCRIPT_TYPES
 from turnlog.core.state import Message
-from turnlog.errors import TurnlogError
+from turnlog.errors import TurnlogError, UnreadableRecordError
 from turnlog.events import Origin
 from turnlog.handle.bulk import collector_paused
 from turnlog.handle.log import Log
@@ -29,6 +29,8 @@ CLEAR_EVENT = "x_openai_agents_clear"
 # Before saved batches, items with no transcript message were kept one per
 # event; read (never written) so such logs still show them.
 ITEM_EVENT = "x_openai_agents_item"
+# The name of the index a store may keep of the events `SessionView.skim` reads.
+SKIM_INDEX = "openai_agents"
 
 # Messages turnlog writes for the model on its own account: shown to the SDK
 # though it never saved them. What the live writer wrote while unwinding a run
@@ -51,12 +53,13 @@ _TURNLOG_ORIGINS = frozenset(
 Key = tuple[int, int]
 
 
-@dataclass(frozen=True)
-class SavedBatch:
-    """One `add_items` call: its items as JSON, and the messages they cover."""
+class SavedBatch(NamedTuple):
+    """One `add_items` call: its items as JSON, and the messages they cover.
+    (A tuple: a long session's first read makes one per call. The JSON is
+    bytes, or a `msgspec.Raw` into what that read decoded, never copied.)"""
 
     seq: int
-    raw: bytes
+    raw: bytes | msgspec.Raw
     covers: frozenset[int]
 
 
@@ -86,9 +89,44 @@ class SessionView:
     handoffs: dict[str, str] = field(default_factory=dict)
     # Whether the events written before this process opened the session are read.
     loaded: bool = False
+    # What a skim found for `seq_of` and left undecoded: the assistant
+    # messages' and the results' records, and all their bytes, to search.
+    unread_asked: list[tuple[int, bytes | memoryview]] = field(default_factory=list)
+    unread_answered: list[tuple[int, bytes | memoryview]] = field(default_factory=list)
+    unread_bytes: bytes = b""
 
     def recorded(self, key: str) -> int | None:
-        return self.seq_of.get(key)
+        """The seq of the transcript message `key` names, if one was recorded."""
+        seq = self.seq_of.get(key)
+        # An id a record holds appears in its bytes as the writer encoded it,
+        # so one found nowhere there is in none of them, unread.
+        if (
+            seq is None
+            and self.unread_bytes
+            and msgspec.json.encode(key.partition(":")[2]) in self.unread_bytes
+        ):
+            self.read_ids()
+            seq = self.seq_of.get(key)
+        return seq
+
+    def read_ids(self) -> None:
+        """Decode what a skim left unread into `seq_of`; what was recorded
+        since (the newer) stays."""
+        older: dict[str, int] = {}
+        asked = _decode_all(_asked_decoder, self.unread_asked)
+        answered = _decode_all(_answered_decoder, self.unread_answered)
+        if asked is None or answered is None:
+            raise UnreadableRecordError("an assistant message or a tool result the skim passed")
+        for (seq, _), message in zip(self.unread_asked, asked, strict=True):
+            for call in message.data.tool_calls:
+                older[f"call:{call.id}"] = seq
+                item_id = call.extra.get("item_id") if call.extra else None
+                if isinstance(item_id, str):
+                    older[f"item:{item_id}"] = seq
+        for (seq, _), result in zip(self.unread_answered, answered, strict=True):
+            older[f"output:{result.data.call_id}"] = seq
+        self.seq_of = older | self.seq_of
+        self.unread_asked, self.unread_answered, self.unread_bytes = [], [], b""
 
     def load(self, log: Log) -> None:
         """Read the session's own events the log holds. A skim when it can
@@ -113,24 +151,33 @@ class SessionView:
         the saved batches' (`visible_items` would need it: the caller reads
         the whole log instead)."""
         found = SessionView()
-        said: list[int] = []
-        handlers = _skim_handlers(found, said)
+        skimmed = _Skimmed(found)
         try:
             with collector_paused():
-                count = log.store.skim(log.session_id, handlers)
+                count = log.store.skim(log.session_id, skimmed.handlers(), index=SKIM_INDEX)
+                if count is None or count != log.next_seq:
+                    return False
+                skimmed.finish()
         except _NotSkimmable:
-            return False
-        if count is None or count != log.next_seq:
             return False
         start, _ = log.transcript_held()
         covered: set[int] = set()
         for batch in found.saved:
             covered |= batch.covers
-        if any(seq < start and seq not in covered for seq in said):
+        if any(seq < start and seq not in covered for seq in skimmed.said):
             return False
         self.saved, self.legacy, self.seq_of = found.saved, found.legacy, found.seq_of
         self.hidden, self.cleared_through = found.hidden, found.cleared_through
+        self.unread_asked, self.unread_answered = found.unread_asked, found.unread_answered
+        self.unread_bytes = found.unread_bytes
         return True
+
+    def reindex(self, log: Log) -> None:
+        """Bring the store's index of the events `skim` reads up to date with
+        what this process appended (a store that keeps none does nothing)."""
+        with log.lock:
+            if not log.closed:
+                log.store.skim(log.session_id, _REINDEX_HANDLERS, index=SKIM_INDEX)
 
     def see(self, event: ev.Event) -> None:
         data = event.data
@@ -193,61 +240,95 @@ class _AnsweredRecord(msgspec.Struct):
     data: _AnsweredData
 
 
-_saved_decoder = msgspec.json.Decoder(_SavedRecord)
-_asked_decoder = msgspec.json.Decoder(_AskedRecord)
-_answered_decoder = msgspec.json.Decoder(_AnsweredRecord)
+_saved_decoder = msgspec.json.Decoder(list[_SavedRecord])
+_asked_decoder = msgspec.json.Decoder(list[_AskedRecord])
+_answered_decoder = msgspec.json.Decoder(list[_AnsweredRecord])
 
 
-def _skim_handlers(view: SessionView, said: list[int]) -> dict[str, RecordHandler]:
-    """What a skim hands `view` (what `SessionView.see` keeps, decoded only
-    as far as it needs) and the seqs of the transcript's messages, to `said`."""
-    saved = view.saved.append
-    seq_of = view.seq_of
-    note = said.append
+class _Skimmed:
+    """What a skim hands over for a `SessionView`: the records kept as they
+    come (a long log holds thousands), then decoded in bulk by `finish`, each
+    only as far as the view needs."""
 
-    def on_saved(seq: int, record: bytes) -> None:
-        try:
-            data = _saved_decoder.decode(record).data
-        except msgspec.DecodeError:
-            view.see(_decoded(record))  # an odd batch: the careful decode words it
-            return
-        saved(SavedBatch(seq, bytes(data.items), frozenset(data.covers)))
+    def __init__(self, view: SessionView) -> None:
+        self.view = view
+        self.saved: list[tuple[int, bytes | memoryview]] = []
+        self.asked: list[tuple[int, bytes | memoryview]] = []
+        self.answered: list[tuple[int, bytes | memoryview]] = []
+        #: The seqs of the transcript's messages.
+        self.said: list[int] = []
 
-    def on_asked(seq: int, record: bytes) -> None:
-        note(seq)
-        try:
-            calls = _asked_decoder.decode(record).data.tool_calls
-        except msgspec.DecodeError:
-            raise _NotSkimmable from None
-        for call in calls:
-            seq_of[f"call:{call.id}"] = seq
-            item_id = call.extra.get("item_id") if call.extra else None
-            if isinstance(item_id, str):
-                seq_of[f"item:{item_id}"] = seq
+    def handlers(self) -> dict[str, RecordHandler]:
+        note, view = self.said.append, self.view
+        saved, asked, answered = self.saved.append, self.asked.append, self.answered.append
 
-    def on_answered(seq: int, record: bytes) -> None:
-        note(seq)
-        try:
-            seq_of[f"output:{_answered_decoder.decode(record).data.call_id}"] = seq
-        except msgspec.DecodeError:
-            raise _NotSkimmable from None
+        def on_saved(seq: int, record: bytes | memoryview) -> None:
+            saved((seq, record))
 
-    def on_said(seq: int, record: bytes) -> None:
-        note(seq)
+        def on_asked(seq: int, record: bytes | memoryview) -> None:
+            note(seq)
+            asked((seq, record))
 
-    def on_own(seq: int, record: bytes) -> None:
-        view.see(_decoded(record))
+        def on_answered(seq: int, record: bytes | memoryview) -> None:
+            note(seq)
+            answered((seq, record))
 
-    handlers: dict[str, RecordHandler] = dict.fromkeys(TRANSCRIPT_TYPES, on_said)
-    handlers |= {"assistant_message": on_asked, "tool_result": on_answered}
-    handlers |= dict.fromkeys((SAVED_EVENT,), on_saved)
-    handlers |= dict.fromkeys((HIDE_EVENT, CLEAR_EVENT, ITEM_EVENT), on_own)
-    return handlers
+        def on_said(seq: int, record: bytes | memoryview) -> None:
+            note(seq)
+
+        def on_own(seq: int, record: bytes | memoryview) -> None:
+            view.see(_decoded(record))
+
+        handlers: dict[str, RecordHandler] = dict.fromkeys(TRANSCRIPT_TYPES, on_said)
+        handlers |= {"assistant_message": on_asked, "tool_result": on_answered}
+        handlers |= dict.fromkeys((SAVED_EVENT,), on_saved)
+        handlers |= dict.fromkeys((HIDE_EVENT, CLEAR_EVENT, ITEM_EVENT), on_own)
+        return handlers
+
+    def finish(self) -> None:
+        """Decode what was handed over into the view (what `see` keeps)."""
+        view = self.view
+        batches = _decode_all(_saved_decoder, self.saved)
+        if batches is None:
+            for _, record in self.saved:  # an odd batch: the careful decode words it
+                view.see(_decoded(record))
+        else:
+            view.saved = [
+                SavedBatch(seq, batch.data.items, frozenset(batch.data.covers))
+                for (seq, _), batch in zip(self.saved, batches, strict=True)
+            ]
+        # The ids `seq_of` needs stay in their records until asked for
+        # (`SessionView.recorded`): most runs ask only for new ones.
+        view.unread_asked, view.unread_answered = self.asked, self.answered
+        view.unread_bytes = b"".join(record for _, record in self.asked + self.answered)
 
 
-def _decoded(record: bytes) -> ev.Event:
+_Decoded = TypeVar("_Decoded")
+
+
+def _decode_all(
+    decoder: msgspec.json.Decoder[list[_Decoded]], records: list[tuple[int, bytes | memoryview]]
+) -> list[_Decoded] | None:
+    """Every record in one decode; None if one is not in the decoder's shape."""
     try:
-        return ev.decode_event(record)
+        return decoder.decode(b"[" + b",".join(record for _, record in records) + b"]")
+    except msgspec.DecodeError:
+        return None
+
+
+def _skipped(seq: int, record: bytes | memoryview) -> None:
+    pass
+
+
+# What `reindex` hands over: nothing kept, the same types as `load` asks for.
+_REINDEX_HANDLERS: dict[str, RecordHandler] = dict.fromkeys(
+    _Skimmed(SessionView()).handlers(), _skipped
+)
+
+
+def _decoded(record: bytes | memoryview) -> ev.Event:
+    try:
+        return ev.decode_event(bytes(record))
     except TurnlogError:
         raise _NotSkimmable from None
 
@@ -268,14 +349,19 @@ def visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[
 
 
 def _visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[Key, Any]]:
-    batches = [(batch, msgspec.json.decode(batch.raw)) for batch in view.saved]
+    saved = view.saved
+    # One decode for every batch: a long session holds one per `add_items`.
+    decoded: list[Any] = msgspec.json.decode(b"[" + b",".join(batch.raw for batch in saved) + b"]")
+    batches: list[tuple[SavedBatch, Any]] = list(zip(saved, decoded, strict=True))
     covered: set[int] = set()
-    for batch, _ in batches:
+    for batch in saved:
         covered |= batch.covers
-    firsts = [min(batch.covers, default=batch.seq) for batch, _ in batches]
+    firsts = [min(batch.covers, default=batch.seq) for batch in saved]
     first = min(firsts) if firsts else None
     uncovered = [m for m in messages if m.seq not in covered]
-    shown = _shown(uncovered, batches, first)
+    shown = _shown(uncovered, batches, first) if uncovered else set()
+    if not shown and first is not None and not view.legacy:
+        return _saved_items(batches, view)
 
     out: list[tuple[Key, Any, bool]] = []
     sources: list[tuple[int, int, Any]] = [(m.seq, 0, m) for m in uncovered if m.seq in shown]
@@ -296,6 +382,25 @@ def _visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple
             if (seq, index) not in view.hidden:
                 out.append(((seq, index), item, kind == 0))
     return _outputs_in_call_order(out)
+
+
+def _saved_items(
+    batches: Sequence[tuple[SavedBatch, list[Any]]], view: SessionView
+) -> list[tuple[Key, Any]]:
+    """`visible_items` when the saved batches are all it shows (the common
+    case): their items in the order saved (batches are kept in seq order),
+    less what was hidden."""
+    hidden, cleared_through = view.hidden, view.cleared_through
+    out: list[tuple[Key, Any]] = []
+    for batch, items in batches:
+        seq = batch.seq
+        if seq <= cleared_through:
+            continue
+        if hidden:
+            out += [((seq, i), item) for i, item in enumerate(items) if (seq, i) not in hidden]
+        else:
+            out += [((seq, i), item) for i, item in enumerate(items)]
+    return out
 
 
 def _shown(

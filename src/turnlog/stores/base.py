@@ -436,13 +436,21 @@ class Store(abc.ABC):
         a whole-log command holds one record at a time, not the log."""
         yield from self.read(session_id)
 
-    def skim(self, session_id: str, handlers: SkimHandlers) -> int | None:
+    def skim(
+        self, session_id: str, handlers: SkimHandlers, *, index: str | None = None
+    ) -> int | None:
         """Check every record of the session and hand those of the types in
         `handlers` to them, oldest first, decoding none of the others
         (`turnlog.stores.skim`): a reader that needs a few kinds of event from
         a long log. Returns the session's next seq; None when the store cannot
         skim it (damage, hand-made records, a store that keeps no lines): read
-        it with `iter_events` then, which says what is wrong."""
+        it with `iter_events` then, which says what is wrong.
+
+        With `index`, a store may keep, beside the session, where the records
+        of these types lie (the JSONL store's `<id>.jsonl.index-<index>`), and
+        read through it: an index holds only while one checksum of the bytes
+        it was made from matches, and only the records past it are checked
+        one by one. Only the session's writer passes one."""
         return None
 
     def iter_newest_first(self, session_id: str) -> Iterator[Event]:

@@ -20,7 +20,7 @@ _TEST_SUITE: Final = os.path.join(_PACKAGE + "testing", "")
 
 
 @functools.cache
-def _library_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
+def library_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The standard library's directories and the installed packages'. The
     standard library's frames (a thread's start, an executor) say nothing
     about the program either; installed packages do. Read when a writer
@@ -44,7 +44,7 @@ def _skipped(filename: str) -> bool:
         return not filename.startswith(_TEST_SUITE)
     if filename.startswith("<frozen "):
         return True
-    stdlib, installed = _library_dirs()
+    stdlib, installed = library_dirs()
     return filename.startswith(stdlib) and not filename.startswith(installed)
 
 

@@ -9,27 +9,39 @@ from typing import Final
 from turnlog.events import MAX_LINE_BYTES, VOCABULARY
 
 #: What a skim hands each record of a type it was asked for: its seq and the
-#: record as stored (one JSON object, its `crc` member last), which the
-#: reader decodes with a decoder of its own (msgspec ignores the members its
-#: struct does not name).
-RecordHandler = Callable[[int, bytes], None]
+#: record as stored (one JSON object, its `crc` member last; a view of the
+#: bytes read, valid as long as the reader keeps it), which the reader
+#: decodes with a decoder of its own (msgspec ignores the members its struct
+#: does not name).
+RecordHandler = Callable[[int, bytes | memoryview], None]
 SkimHandlers = Mapping[str, RecordHandler]
 
 # The canonical record a turnlog writer encodes starts with its seq and its
-# type, in that order: `{"seq":N,"type":"T",...`, and ends with its checksum.
-_SEQ_OPEN: Final = b'{"seq":'
-_TYPE_OPEN: Final = b',"type":"'
-_CRC_OPEN: Final = b',"crc":"'
+# type, in that order (`{"seq":N,"type":"T",...`), and ends with its checksum
+# (`turnlog.stores.record`).
 _KNOWN_TYPES: Final = frozenset(name.encode() for name in VOCABULARY)
 
 
+#: Where a skim found a record it handed over: its seq, the number of its
+#: type (its place among the sorted names asked for), and its line's offset
+#: and length in bytes (the newline left out).
+Found = tuple[int, int, int, int]
+
+
 def skim_lines(
-    lines: Iterable[bytes], handlers: SkimHandlers, *, expected_seq: int = 0
+    lines: Iterable[bytes],
+    handlers: SkimHandlers,
+    *,
+    expected_seq: int = 0,
+    offset: int = 0,
+    found: list[Found] | None = None,
 ) -> int | None:
     """Check each line (without its newline) and hand the records of the
     asked-for types to their handlers, in seq order. Returns the seq the next
     record would have; None as soon as a line is not a sound record of the
-    vocabulary in its canonical form, with the seq expected.
+    vocabulary in its canonical form, with the seq expected. With `found`,
+    each handed-over record's place is appended to it (`offset` is where
+    the first line starts).
 
     A sound line is one `decode_sound_line` takes: under the line limit, its
     checksum matching. The checksum proves a turnlog writer wrote the record,
@@ -39,29 +51,35 @@ def skim_lines(
     have been handed records by then: a reader collects them apart from
     what it keeps, and drops them on None.
     """
-    by_type = {name.encode(): handler for name, handler in handlers.items()}
+    names = sorted(handlers)
+    by_type = {name.encode(): (handlers[name], number) for number, name in enumerate(names)}.get
+    note = found.append if found is not None else None
     known = _KNOWN_TYPES
     crc32 = zlib.crc32
     expected = expected_seq
     for line in lines:
-        comma = line.find(b",", 7)
+        # Three comparisons check a line: its start names the seq expected,
+        # its last 18 bytes are exactly the checksum member of the rest, and
+        # it is under the limit.
+        head = b'{"seq":%d,"type":"' % expected
+        size = len(line)
         if (
-            len(line) >= MAX_LINE_BYTES
-            or line[-18:-10] != _CRC_OPEN
-            or line[-2:] != b'"}'
-            or b"%08x" % crc32(line[:-18]) != line[-10:-2]
-            or line[:7] != _SEQ_OPEN
-            or line[comma : comma + 9] != _TYPE_OPEN
-            or line[7:comma] != b"%d" % expected
+            line[-18:] != b',"crc":"%08x"}' % crc32(line[:-18])
+            or not line.startswith(head)
+            or size >= MAX_LINE_BYTES
         ):
             return None
-        name = line[comma + 9 : line.find(b'"', comma + 9)]
+        start = len(head)
+        name = line[start : line.find(b'"', start)]
         if not expected and name != b"session":
             return None
-        handler = by_type.get(name)
-        if handler is not None:
-            handler(expected, line)
+        asked = by_type(name)
+        if asked is not None:
+            asked[0](expected, line)
+            if note is not None:
+                note((expected, asked[1], offset, size))
         elif name not in known and name[:2] != b"x_":
             return None
         expected += 1
+        offset += size + 1
     return expected

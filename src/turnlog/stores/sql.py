@@ -227,7 +227,9 @@ class SQLStore(Store):
                 refuse_gap(self.url, session_id, expected, seq)
             yield decode_row(self.url, session_id, seq, line)
 
-    def skim(self, session_id: str, handlers: SkimHandlers) -> int | None:
+    def skim(
+        self, session_id: str, handlers: SkimHandlers, *, index: str | None = None
+    ) -> int | None:
         if not self.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id!r} in {self.url}")
         return skim_lines(_row_lines(self._rows(session_id)), handlers)

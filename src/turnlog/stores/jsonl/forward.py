@@ -18,7 +18,6 @@ from turnlog.stores.record import (
     classify_line,
     decode_sound_line,
 )
-from turnlog.stores.skim import SkimHandlers, skim_lines
 
 # Forward reads take this much at a time: large enough that the per-block
 # work vanishes beside the records', small enough that a load holds little
@@ -287,26 +286,3 @@ def scan_fd(fd: int, end: int, *, checksummed: bool) -> Scan:
     with os.fdopen(os.dup(fd), "rb", buffering=LINE_BUFFER_BYTES) as f:
         f.seek(0)
         return scan_file(f, end, checksummed=checksummed)
-
-
-def skim_fd(fd: int, end: int, handlers: SkimHandlers) -> int | None:
-    """`skim_lines` over an open session file up to `end`, a block at a time
-    (None, as there, for anything but sound records ending in a newline)."""
-    expected = 0
-    carry = b""
-    position = 0
-    while position < end:
-        block = os.pread(fd, min(READ_BLOCK_BYTES, end - position), position)
-        if not block:
-            return None
-        position += len(block)
-        lines = (carry + block if carry else block).split(b"\n")
-        # The last piece has no newline yet: the start of the next block's first line.
-        carry = lines.pop()
-        if len(carry) >= MAX_LINE_BYTES:
-            return None
-        skimmed = skim_lines(lines, handlers, expected_seq=expected)
-        if skimmed is None:
-            return None
-        expected = skimmed
-    return None if carry else expected

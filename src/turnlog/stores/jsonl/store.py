@@ -351,15 +351,18 @@ class JSONLStore(Store):
         collect_sessions(folder, session_id + AGENTS_SUFFIX + "/", out, deep=False)
         return sorted(out)
 
-    def skim(self, session_id: str, handlers: SkimHandlers) -> int | None:
+    def skim(
+        self, session_id: str, handlers: SkimHandlers, *, index: str | None = None
+    ) -> int | None:
+        from turnlog.stores.jsonl.skimming import skim_file
+
         fd = self._open_file(session_id, os.O_RDONLY)
         try:
             head, end = self._head(fd, session_id)
             if head.header is None or not head.checksummed:
                 return None
-            from turnlog.stores.jsonl.forward import skim_fd
-
-            return skim_fd(fd, end, handlers)
+            beside = (self._session_dir(session_id), self.filename(session_id), session_id)
+            return skim_file(fd, end, handlers, index=index, beside=beside)
         except OSError as exc:
             raise translate(exc, "read", self.path(session_id)) from exc
         finally:
