@@ -167,6 +167,16 @@ class AsyncLog:
         in order with the appends awaited before it."""
         return await self._run(fn, *args, **kwargs)
 
+    async def call_read(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """As `call`, for a `fn` that reads the session from its store and
+        appends nothing: run as `call_light` runs when the store's writer says
+        such a read is light (`StoreWriter.light_read`: a small local file),
+        otherwise on the writer thread."""
+        writer = self._held.writer
+        if writer is not None and writer.light_read:
+            return await self._run_light(fn, *args, **kwargs)
+        return await self._run(fn, *args, **kwargs)
+
     async def call_light(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """As `call`, for a `fn` that does nothing but read and append through
         the `Log` (no other I/O, no waiting): it may run at once on the loop's

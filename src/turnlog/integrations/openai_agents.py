@@ -32,6 +32,7 @@ from agents.memory.session_settings import (
 
 from turnlog import events as ev
 from turnlog.core.pauses import awaiting_call
+from turnlog.core.state import Message
 from turnlog.errors import UsageError
 from turnlog.events import ToolCall
 from turnlog.handle.log import Log
@@ -54,6 +55,7 @@ from turnlog.integrations.openai_agents_items import (
     CLEAR_EVENT,
     HIDE_EVENT,
     SessionView,
+    plain_items,
     visible_items,
 )
 from turnlog.integrations.openai_agents_saving import (
@@ -142,19 +144,23 @@ class TurnlogSession:
 
     # -- the Session protocol ---------------------------------------------------------
 
-    async def _items(self) -> list[tuple[tuple[int, int], Any]]:
+    async def _messages(self) -> tuple[Message, ...]:
+        """The transcript `visible_items` needs, the session's own events read."""
         if not self._shared.loaded:
-            await self.log.call(self._shared.load, self.log.log)
+            await self.log.call_read(self._shared.load, self.log.log)
         # What the handle holds is enough: a load that left the transcript
         # unread proved every older message is among the saved batches'.
         _, messages = await self.log.call_light(self.log.log.transcript_held)
-        return visible_items(messages, self._shared)
+        return messages
+
+    async def _items(self) -> list[tuple[tuple[int, int], Any]]:
+        return visible_items(await self._messages(), self._shared)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The conversation as Responses input items, oldest first (the newest
         `limit`, or `session_settings.limit`, when given: 0 is none), synthetic
         results included."""
-        items = [item for _, item in await self._items()]
+        items = plain_items(await self._messages(), self._shared)
         effective = resolve_session_limit(limit, self.session_settings)
         if effective is None:
             return items
@@ -164,7 +170,7 @@ class TurnlogSession:
         """Record what the SDK saves: the items as given (what `get_items`
         returns), and each as a transcript message unless the hooks recorded it."""
         if not self._shared.loaded:
-            await self.log.call(self._shared.load, self.log.log)
+            await self.log.call_read(self._shared.load, self.log.log)
         await self.log.call_light(save, self.log.log, self._shared, [_data(raw) for raw in items])
 
     async def pop_item(self) -> Any | None:

@@ -3,7 +3,7 @@ with what turnlog itself wrote for the model (recovery's answers, a revival's no
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
@@ -17,7 +17,7 @@ from turnlog.events import Origin
 from turnlog.handle.bulk import collector_paused
 from turnlog.handle.log import Log
 from turnlog.providers import openai_responses
-from turnlog.stores.skim import RecordHandler
+from turnlog.stores.skim import Record, RecordHandler
 
 # The items one `add_items` call saved, verbatim, and the seqs of the
 # transcript messages they stand for (what the SDK saved is what it reads
@@ -91,8 +91,8 @@ class SessionView:
     loaded: bool = False
     # What a skim found for `seq_of` and left undecoded: the assistant
     # messages' and the results' records, and all their bytes, to search.
-    unread_asked: list[tuple[int, bytes | memoryview]] = field(default_factory=list)
-    unread_answered: list[tuple[int, bytes | memoryview]] = field(default_factory=list)
+    unread_asked: list[Record] = field(default_factory=list)
+    unread_answered: list[Record] = field(default_factory=list)
     unread_bytes: bytes = b""
 
     def recorded(self, key: str) -> int | None:
@@ -164,7 +164,7 @@ class SessionView:
         covered: set[int] = set()
         for batch in found.saved:
             covered |= batch.covers
-        if any(seq < start and seq not in covered for seq in skimmed.said):
+        if any(seq < start and seq not in covered for seq in skimmed.said()):
             return False
         self.saved, self.legacy, self.seq_of = found.saved, found.legacy, found.seq_of
         self.hidden, self.cleared_through = found.hidden, found.cleared_through
@@ -252,38 +252,28 @@ class _Skimmed:
 
     def __init__(self, view: SessionView) -> None:
         self.view = view
-        self.saved: list[tuple[int, bytes | memoryview]] = []
-        self.asked: list[tuple[int, bytes | memoryview]] = []
-        self.answered: list[tuple[int, bytes | memoryview]] = []
-        #: The seqs of the transcript's messages.
-        self.said: list[int] = []
+        self.saved: list[Record] = []
+        self.asked: list[Record] = []
+        self.answered: list[Record] = []
+        self.said_else: list[Record] = []
 
     def handlers(self) -> dict[str, RecordHandler]:
-        note, view = self.said.append, self.view
-        saved, asked, answered = self.saved.append, self.asked.append, self.answered.append
+        view = self.view
 
-        def on_saved(seq: int, record: bytes | memoryview) -> None:
-            saved((seq, record))
+        def on_own(record: Record) -> None:
+            view.see(_decoded(record[1]))
 
-        def on_asked(seq: int, record: bytes | memoryview) -> None:
-            note(seq)
-            asked((seq, record))
-
-        def on_answered(seq: int, record: bytes | memoryview) -> None:
-            note(seq)
-            answered((seq, record))
-
-        def on_said(seq: int, record: bytes | memoryview) -> None:
-            note(seq)
-
-        def on_own(seq: int, record: bytes | memoryview) -> None:
-            view.see(_decoded(record))
-
-        handlers: dict[str, RecordHandler] = dict.fromkeys(TRANSCRIPT_TYPES, on_said)
-        handlers |= {"assistant_message": on_asked, "tool_result": on_answered}
-        handlers |= dict.fromkeys((SAVED_EVENT,), on_saved)
+        handlers: dict[str, RecordHandler] = dict.fromkeys(TRANSCRIPT_TYPES, self.said_else.append)
+        handlers |= {"assistant_message": self.asked.append, "tool_result": self.answered.append}
+        handlers |= dict.fromkeys((SAVED_EVENT,), self.saved.append)
         handlers |= dict.fromkeys((HIDE_EVENT, CLEAR_EVENT, ITEM_EVENT), on_own)
         return handlers
+
+    def said(self) -> Iterator[int]:
+        """The seqs of the transcript's messages."""
+        for records in (self.asked, self.answered, self.said_else):
+            for seq, _ in records:
+                yield seq
 
     def finish(self) -> None:
         """Decode what was handed over into the view (what `see` keeps)."""
@@ -307,7 +297,7 @@ _Decoded = TypeVar("_Decoded")
 
 
 def _decode_all(
-    decoder: msgspec.json.Decoder[list[_Decoded]], records: list[tuple[int, bytes | memoryview]]
+    decoder: msgspec.json.Decoder[list[_Decoded]], records: list[Record]
 ) -> list[_Decoded] | None:
     """Every record in one decode; None if one is not in the decoder's shape."""
     try:
@@ -316,7 +306,7 @@ def _decode_all(
         return None
 
 
-def _skipped(seq: int, record: bytes | memoryview) -> None:
+def _skipped(record: Record) -> None:
     pass
 
 
@@ -346,6 +336,30 @@ def visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[
     (text an output guardrail dropped) stays in the log, hidden here."""
     with collector_paused():
         return _visible_items(messages, view)
+
+
+def plain_items(messages: Sequence[Message], view: SessionView) -> list[Any]:
+    """`visible_items` without their keys (what `get_items` hands the SDK).
+    When the saved batches are all it shows and nothing is hidden (the
+    common case), their items are decoded in one pass straight into the list."""
+    saved = view.saved
+    if saved and not view.hidden and not view.legacy and view.cleared_through < saved[0].seq:
+        covered: set[int] = set()
+        for batch in saved:
+            covered |= batch.covers
+        arrays = [memoryview(batch.raw) for batch in saved]
+        if all(m.seq in covered for m in messages) and all(a[:1].tobytes() == b"[" for a in arrays):
+            inner = [array[1:-1] for array in arrays]
+            with collector_paused():
+                try:
+                    items: list[Any] = msgspec.json.decode(
+                        b"[" + b",".join(part for part in inner if part) + b"]"
+                    )
+                except msgspec.DecodeError:
+                    pass  # a batch written by hand: the careful path decodes it alone
+                else:
+                    return items
+    return [item for _, item in visible_items(messages, view)]
 
 
 def _visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[Key, Any]]:

@@ -305,6 +305,13 @@ class StoreWriter(abc.ABC):
         return None
 
     @property
+    def light_read(self) -> bool:
+        """True when reading the whole session now costs less than handing
+        the read to another thread: a small local file. An asyncio handle then
+        runs such a read on the event loop's thread (`AsyncLog.call_read`)."""
+        return False
+
+    @property
     def tail(self) -> Tail | None:
         """The tail the writer read under its lock when opened with
         `check="tail"`, so a caller need not read it again."""

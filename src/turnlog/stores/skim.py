@@ -8,12 +8,15 @@ from typing import Final
 
 from turnlog.events import MAX_LINE_BYTES, VOCABULARY
 
-#: What a skim hands each record of a type it was asked for: its seq and the
-#: record as stored (one JSON object, its `crc` member last; a view of the
+#: What a skim hands each record of a type it was asked for: (its seq, the
+#: record as stored: one JSON object, its `crc` member last; a view of the
 #: bytes read, valid as long as the reader keeps it), which the reader
 #: decodes with a decoder of its own (msgspec ignores the members its struct
 #: does not name).
-RecordHandler = Callable[[int, bytes | memoryview], None]
+#: A record is handed over as one pair, so a reader that only collects them
+#: hands a list's `append` (no Python call per record).
+Record = tuple[int, bytes | memoryview]
+RecordHandler = Callable[[Record], None]
 SkimHandlers = Mapping[str, RecordHandler]
 
 # The canonical record a turnlog writer encodes starts with its seq and its
@@ -75,7 +78,7 @@ def skim_lines(
             return None
         asked = by_type(name)
         if asked is not None:
-            asked[0](expected, line)
+            asked[0]((expected, line))
             if note is not None:
                 note((expected, asked[1], offset, size))
         elif name not in known and name[:2] != b"x_":

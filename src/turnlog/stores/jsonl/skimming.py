@@ -152,7 +152,7 @@ def skim_indexed(
             # Views, not copies: the records are handed over as they lie.
             whole = memoryview(data)
             for seq, number, offset, length in index.records:
-                asked[number](seq, whole[offset : offset + length])
+                asked[number]((seq, whole[offset : offset + length]))
             found = index.records
             start, expected, crc = index.size_bytes, index.next_seq, index.bytes_crc
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Sequence
+from typing import Final
 
 from turnlog.core.damage import TornTail
 from turnlog.core.tail import Tail
@@ -25,6 +26,12 @@ from turnlog.stores.record import (
     encode_line,
     encode_line_into,
 )
+
+# A session file up to this size is read whole in about 7 ms of Python under
+# the GIL at most (3 ms through a skim's index): a thread would give the event
+# loop about one turn (`sys.getswitchinterval()` is 5 ms) for a hand-off that
+# costs 0.5 to 4 ms (docs/benchmarks.md).
+LIGHT_READ_BYTES: Final = 1024 * 1024
 
 
 class JSONLWriter(StoreWriter):
@@ -64,6 +71,10 @@ class JSONLWriter(StoreWriter):
     @property
     def next_seq(self) -> int:
         return self._next_seq
+
+    @property
+    def light_read(self) -> bool:
+        return self._size <= LIGHT_READ_BYTES
 
     @property
     def torn_tail(self) -> TornTail | None:
