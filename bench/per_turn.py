@@ -5,11 +5,18 @@ own persistence, the same items on both sides. Run by bench/run.py.
     python bench/per_turn.py [--lengths 100,1000] [--rounds 3]   # this section alone
 
 Method: for each length N, one session of N items is prepared per side
-(outside the clock, the same items); each measurement is a fresh process on a
-fresh copy of it, sides interleaved round by round (the order alternating);
-the ratio is the median of each round's turnlog / peer. The process opens the
-session and runs a first turn (the "first turn after open" rows: opening and
-the first read of the whole session included), then times 10 more turns; its
+(outside the clock, the same items, written by one process that then closes
+the session as a program does: a TurnlogSession's close leaves the index its
+next first read goes through); each measurement is a fresh process on a
+fresh copy of it (bytecode compiled, as an install has it; one warm-up
+process per side first), sides interleaved round by round (the order
+alternating); the ratio is the median of each round's turnlog / peer.
+Imports are outside the clock on both sides, and with them what each module
+makes at import (turnlog's integration makes what a first open needs; the
+SDK's reply classes, which the SDK builds and dumps on either side, are
+built before the clock on turnlog's). The process opens the session and
+runs a first turn (the "first turn after open" rows: opening and the first
+read of the whole session included), then times 10 more turns; its
 figure is their mean without the slowest two ("one turn": a turn's syncs
 take whole ticks of the disk's clock on some machines, and a median of a
 few turns jumps a whole tick). N is the session's length before the
@@ -620,7 +627,11 @@ METHOD = (
 
 
 def bench(
-    lengths: list[int], rounds: int, frameworks: list[str] | None = None
+    lengths: list[int],
+    rounds: int,
+    frameworks: list[str] | None = None,
+    *,
+    without_index: bool = False,
 ) -> list[dict[str, Any]]:
     shutil.rmtree(DATA, ignore_errors=True)
     DATA.mkdir(parents=True)
@@ -633,31 +644,37 @@ def bench(
                 path = DATA / framework / f"{side}-{length}" / f"s{length}{suffix}"
                 path.parent.mkdir(parents=True)
                 prepare(side, path, length)
+                if without_index:
+                    # As a writer killed before its close leaves it: no index.
+                    for index in path.parent.glob("*.index-*"):
+                        index.unlink()
                 prepared[(side, length)] = path
         per: dict[tuple[str, int], list[dict[str, Any]]] = {key: [] for key in prepared}
-
-        def measured(side: str, length: int) -> dict[str, Any]:
-            source = prepared[(side, length)]
-            run_dir = DATA / "run"
-            shutil.rmtree(run_dir, ignore_errors=True)
-            shutil.copytree(source.parent, run_dir)
-            os.sync()
-            try:
-                return run_child(framework, side, run_dir / source.name, length)
-            finally:
-                shutil.rmtree(run_dir)
-
         for side in spec["sides"]:
-            measured(side, lengths[0])  # a warm-up, not kept: it writes the bytecode
+            # A warm-up, not kept: it writes the bytecode.
+            _measure(framework, side, prepared[(side, lengths[0])], lengths[0])
         for r in range(rounds):
             for length in lengths:
                 sides = list(spec["sides"])
                 if r % 2:
                     sides.reverse()
                 for side in sides:
-                    per[(side, length)].append(measured(side, length))
+                    result = _measure(framework, side, prepared[(side, length)], length)
+                    per[(side, length)].append(result)
         rows += _rows(framework, spec, lengths, per)
     return rows
+
+
+def _measure(framework: str, side: str, source: Path, length: int) -> dict[str, Any]:
+    """One fresh process on a fresh copy of a prepared session."""
+    run_dir = DATA / "run"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    shutil.copytree(source.parent, run_dir)
+    os.sync()
+    try:
+        return run_child(framework, side, run_dir / source.name, length)
+    finally:
+        shutil.rmtree(run_dir)
 
 
 def _spread(samples: list[float]) -> tuple[float, float]:
@@ -747,13 +764,18 @@ def main() -> None:
     parser.add_argument("--lengths", default="100,1000,10000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    parser.add_argument(
+        "--without-index",
+        action="store_true",
+        help="Measure sessions with no index beside them (a writer killed before its close).",
+    )
     args = parser.parse_args()
     if args.child:
         framework, side, path, length = args.child
         child_main(framework, side, Path(path), int(length))
         return
     lengths = [int(n) for n in args.lengths.split(",")]
-    rows = bench(lengths, args.rounds, args.frameworks.split(","))
+    rows = bench(lengths, args.rounds, args.frameworks.split(","), without_index=args.without_index)
     for row in rows:
         print(
             f"{row['id']:40} {row['median']:10.3f} {row['unit']:16} "

@@ -142,6 +142,25 @@ class WholeSessionContract(ContractBase):
         assert "s1" in candidates
         assert store.children("s1") == ["s1.agents/w"]
 
+    def test_a_skim_hands_over_what_a_read_holds(self, store: Store) -> None:
+        # A skim is optional (None: read the careful way); one that answers
+        # hands over exactly the records of the asked-for types, in order,
+        # each decoding to the event a read gives, and counts them all. The
+        # same through an index, made on the first skim and read on the next.
+        self.populate(store)
+        events = store.read("s1")
+        asked = ("user_message", "tool_result", "turn_end")
+        for index in (None, "contract", "contract"):
+            handed: dict[str, list[tuple[int, bytes | memoryview]]] = {name: [] for name in asked}
+            count = store.skim("s1", {name: handed[name].append for name in asked}, index=index)
+            if count is None:
+                continue
+            assert count == len(events)
+            got = sorted((seq, bytes(record)) for kept in handed.values() for seq, record in kept)
+            want = [event for event in events if event.type in asked]
+            assert [seq for seq, _ in got] == [event.seq for event in want]
+            assert [ev.decode_event(record) for _, record in got] == want
+
     def test_a_foreign_file_is_refused_and_left_as_it_was(self, tmp_path: Path) -> None:
         made = self.make_foreign(tmp_path)
         if made is None:
