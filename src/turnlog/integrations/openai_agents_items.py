@@ -89,44 +89,48 @@ class SessionView:
     handoffs: dict[str, str] = field(default_factory=dict)
     # Whether the events written before this process opened the session are read.
     loaded: bool = False
-    # What a skim found for `seq_of` and left undecoded: the assistant
-    # messages' and the results' records, and all their bytes, to search.
-    unread_asked: list[Record] = field(default_factory=list)
-    unread_answered: list[Record] = field(default_factory=list)
-    unread_bytes: bytes = b""
+    # What a skim found for `seq_of` and left undecoded (the assistant
+    # messages' and the results' seqs, and their records as two JSON
+    # arrays, copies: nothing else of what the skim read is kept).
+    unread: tuple[list[int], bytes, list[int], bytes] | None = None
 
     def recorded(self, key: str) -> int | None:
         """The seq of the transcript message `key` names, if one was recorded."""
         seq = self.seq_of.get(key)
-        # An id a record holds appears in its bytes as the writer encoded it,
-        # so one found nowhere there is in none of them, unread.
-        if (
-            seq is None
-            and self.unread_bytes
-            and msgspec.json.encode(key.partition(":")[2]) in self.unread_bytes
-        ):
-            self.read_ids()
-            seq = self.seq_of.get(key)
+        unread = self.unread
+        if seq is None and unread is not None:
+            # An id a record holds appears in its bytes as the writer encoded
+            # it, so one found in neither array is in none of them, unread.
+            needle = msgspec.json.encode(key.partition(":")[2])
+            if needle in unread[1] or needle in unread[3]:
+                self.read_ids()
+                seq = self.seq_of.get(key)
         return seq
 
     def read_ids(self) -> None:
         """Decode what a skim left unread into `seq_of`; what was recorded
         since (the newer) stays."""
+        if self.unread is None:
+            return
+        asked_seqs, asked_json, answered_seqs, answered_json = self.unread
+        try:
+            asked = _asked_decoder.decode(asked_json)
+            answered = _answered_decoder.decode(answered_json)
+        except msgspec.DecodeError as exc:
+            raise UnreadableRecordError(
+                f"an assistant message or a tool result does not decode: {exc}"
+            ) from exc
         older: dict[str, int] = {}
-        asked = _decode_all(_asked_decoder, self.unread_asked)
-        answered = _decode_all(_answered_decoder, self.unread_answered)
-        if asked is None or answered is None:
-            raise UnreadableRecordError("an assistant message or a tool result the skim passed")
-        for (seq, _), message in zip(self.unread_asked, asked, strict=True):
+        for seq, message in zip(asked_seqs, asked, strict=True):
             for call in message.data.tool_calls:
                 older[f"call:{call.id}"] = seq
                 item_id = call.extra.get("item_id") if call.extra else None
                 if isinstance(item_id, str):
                     older[f"item:{item_id}"] = seq
-        for (seq, _), result in zip(self.unread_answered, answered, strict=True):
+        for seq, result in zip(answered_seqs, answered, strict=True):
             older[f"output:{result.data.call_id}"] = seq
         self.seq_of = older | self.seq_of
-        self.unread_asked, self.unread_answered, self.unread_bytes = [], [], b""
+        self.unread = None
 
     def load(self, log: Log) -> None:
         """Read the session's own events the log holds. A skim when it can
@@ -168,15 +172,14 @@ class SessionView:
             return False
         self.saved, self.legacy, self.seq_of = found.saved, found.legacy, found.seq_of
         self.hidden, self.cleared_through = found.hidden, found.cleared_through
-        self.unread_asked, self.unread_answered = found.unread_asked, found.unread_answered
-        self.unread_bytes = found.unread_bytes
+        self.unread = found.unread
         return True
 
     def reindex(self, log: Log) -> None:
         """Bring the store's index of the events `skim` reads up to date with
         what this process appended (a store that keeps none does nothing)."""
         with log.lock:
-            if not log.closed:
+            if not log.closed and log.store.keeps_skim_index:
                 log.store.skim(log.session_id, _REINDEX_HANDLERS, index=SKIM_INDEX)
 
     def see(self, event: ev.Event) -> None:
@@ -289,11 +292,20 @@ class _Skimmed:
             ]
         # The ids `seq_of` needs stay in their records until asked for
         # (`SessionView.recorded`): most runs ask only for new ones.
-        view.unread_asked, view.unread_answered = self.asked, self.answered
-        view.unread_bytes = b"".join(record for _, record in self.asked + self.answered)
+        view.unread = (
+            [seq for seq, _ in self.asked],
+            _array(self.asked),
+            [seq for seq, _ in self.answered],
+            _array(self.answered),
+        )
 
 
 _Decoded = TypeVar("_Decoded")
+
+
+def _array(records: list[Record]) -> bytes:
+    """The records as one JSON array (a copy of their bytes)."""
+    return b"[" + b",".join(record for _, record in records) + b"]"
 
 
 def _decode_all(
@@ -301,7 +313,7 @@ def _decode_all(
 ) -> list[_Decoded] | None:
     """Every record in one decode; None if one is not in the decoder's shape."""
     try:
-        return decoder.decode(b"[" + b",".join(record for _, record in records) + b"]")
+        return decoder.decode(_array(records))
     except msgspec.DecodeError:
         return None
 

@@ -443,6 +443,10 @@ class Store(abc.ABC):
         a whole-log command holds one record at a time, not the log."""
         yield from self.read(session_id)
 
+    #: True for a store whose `skim` keeps the index it is named (the JSONL
+    #: store): bringing one up to date is then worth a skim.
+    keeps_skim_index: ClassVar[bool] = False
+
     def skim(
         self, session_id: str, handlers: SkimHandlers, *, index: str | None = None
     ) -> int | None:

@@ -105,7 +105,10 @@ def skim_file(
         skimmed = skim_blocks(fd, 0, end, handlers, expected_seq=0, found=[])
         return None if skimmed is None else skimmed[0]
     directory, file_name, session_id = beside
-    dir_fd = os.open(directory, os.O_RDONLY | O_DIRECTORY)
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | O_DIRECTORY)
+    except OSError:  # a folder that cannot be opened keeps no index: skim without one
+        return skim_file(fd, end, handlers, index=None, beside=beside)
     try:
         return skim_indexed(
             fd,

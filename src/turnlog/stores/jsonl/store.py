@@ -65,6 +65,8 @@ _MAX_LAYOUTS_CACHED: Final = 4096
 class JSONLStore(Store):
     """`<directory>/<session_id>.jsonl`, one file per session."""
 
+    keeps_skim_index = True
+
     def __init__(self, directory: str | os.PathLike[str], *, io: FileIO = DEFAULT_IO) -> None:
         directory = os.fspath(directory)
         if "\0" in directory:
