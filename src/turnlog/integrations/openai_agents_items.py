@@ -3,6 +3,7 @@ with what turnlog itself wrote for the model (recovery's answers, a revival's no
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
@@ -353,25 +354,18 @@ def visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[
 def plain_items(messages: Sequence[Message], view: SessionView) -> list[Any]:
     """`visible_items` without their keys (what `get_items` hands the SDK).
     When the saved batches are all it shows and nothing is hidden (the
-    common case), their items are decoded in one pass straight into the list."""
+    common case), their items are decoded in one pass and chained."""
     saved = view.saved
-    if saved and not view.hidden and not view.legacy and view.cleared_through < saved[0].seq:
-        covered: set[int] = set()
-        for batch in saved:
-            covered |= batch.covers
-        arrays = [memoryview(batch.raw) for batch in saved]
-        if all(m.seq in covered for m in messages) and all(a[:1].tobytes() == b"[" for a in arrays):
-            inner = [array[1:-1] for array in arrays]
-            with collector_paused():
-                try:
-                    items: list[Any] = msgspec.json.decode(
-                        b"[" + b",".join(part for part in inner if part) + b"]"
-                    )
-                except msgspec.DecodeError:
-                    pass  # a batch written by hand: the careful path decodes it alone
-                else:
-                    return items
-    return [item for _, item in visible_items(messages, view)]
+    with collector_paused():
+        if saved and not view.hidden and not view.legacy and view.cleared_through < saved[0].seq:
+            covered: set[int] = set()
+            for batch in saved:
+                covered |= batch.covers
+            if all(m.seq in covered for m in messages):
+                arrays = msgspec.json.decode(b"[" + b",".join(batch.raw for batch in saved) + b"]")
+                if all(type(array) is list for array in arrays):
+                    return list(itertools.chain.from_iterable(arrays))
+        return [item for _, item in _visible_items(messages, view)]
 
 
 def _visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[Key, Any]]:
