@@ -154,3 +154,64 @@ def test_an_index_beside_the_log_is_used_and_outdated_by_appends(tmp_path: Path)
         assert fast[-1]["content"][0]["text"] == "answer 9"
 
     asyncio.run(main())
+
+
+def _saved(items: list[dict[str, Any]], covers: list[int]) -> Any:
+    from turnlog import events as ev
+
+    return ev.Custom(type="x_openai_agents_saved", fields={"items": items, "covers": covers})
+
+
+def test_a_compaction_is_read_the_careful_way(tmp_path: Path) -> None:
+    # A compaction keeps a result only while the message asking its call is
+    # in the transcript, which a tail does not show: the careful read decides.
+    import turnlog
+    from turnlog import events as ev
+    from turnlog.events import ToolCall
+
+    log = turnlog.open(tmp_path, "s")
+    call = ToolCall(id="X", name="lookup", arguments={})
+    with log.turn():
+        user = log.user("hi")
+        with log.step():
+            asked = log.assistant("", [call])
+            log.append(
+                _saved(
+                    [
+                        {"role": "user", "content": "hi"},
+                        {"type": "function_call", "call_id": "X", "name": "lookup"},
+                    ],
+                    [user.seq, asked.seq],
+                )
+            )
+            with log.dispatch(call) as dispatched:
+                dispatched.result("found")
+        log.system("note")
+        log.append(ev.Compaction(through_seq=user.seq, summary="summary of hi"))
+    log.close()
+
+    fast, careful, _ = asyncio.run(first_read_and_careful(JSONLStore(tmp_path)))
+    assert fast == careful
+    assert any(item.get("type") == "function_call_output" for item in fast)
+
+
+def test_ids_the_hooks_recorded_before_the_first_read_are_kept(tmp_path: Path) -> None:
+    # A run with the hooks and no session (the program keeps its own
+    # history), then the SDK saves its items: nothing is written twice.
+    store = JSONLStore(tmp_path)
+
+    async def main() -> None:
+        async with TurnlogSession(store, "s") as session:
+            await Runner.run(agent_for(0, tool=False), "q0", session=session)
+        async with TurnlogSession(store, "s") as session:
+            result = await Runner.run(agent_for(1, tool=False), "q1", hooks=session.hooks)
+            await session.add_items([{"role": "user", "content": "q1"}])
+            await session.add_items([item.to_input_item() for item in result.new_items])
+
+    asyncio.run(main())
+    answers = [
+        event.seq
+        for event in store.iter_events("s")
+        if event.type == "assistant_message" and "answer 1" in str(event.data.content)
+    ]
+    assert len(answers) == 1

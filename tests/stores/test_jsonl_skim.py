@@ -145,3 +145,14 @@ def test_an_unterminated_last_line_stops_the_skim(tmp_path: Path) -> None:
     with (tmp_path / "s1.jsonl").open("ab") as f:
         f.write(encode_line(Event(seq=len(CONTRACT_LOG), data=ev.UserMessage(content="hi")))[:-1])
     assert _skim(store, index=None)[0] is None
+
+
+def test_a_record_this_turnlog_cannot_read_stops_the_skim(tmp_path: Path) -> None:
+    # Its checksum matches, so no crash made it: the skim leaves it to the
+    # careful read, which reports it, rather than passing over it.
+    store = _store(tmp_path, CONTRACT_LOG[:5])
+    body = b'{"seq":5,"type":"x_note","data":[1,2,3]'
+    with (tmp_path / "s1.jsonl").open("ab") as f:
+        f.write(body + b',"crc":"%08x"}\n' % zlib.crc32(body))
+    assert _skim(store, index=None)[0] is None
+    assert _skim(store)[0] is None

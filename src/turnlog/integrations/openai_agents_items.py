@@ -169,9 +169,12 @@ class SessionView:
         covered: set[int] = set()
         for batch in found.saved:
             covered |= batch.covers
-        if any(seq < start and seq not in covered for seq in skimmed.said()):
+        if skimmed.compacted or any(seq < start and seq not in covered for seq in skimmed.said()):
+            # A compaction drops results whose call it swallowed, which only
+            # the whole transcript knows: the careful read decides then.
             return False
-        self.saved, self.legacy, self.seq_of = found.saved, found.legacy, found.seq_of
+        # Ids the hooks recorded before this first read stay (they are newer).
+        self.saved, self.legacy, self.seq_of = found.saved, found.legacy, found.seq_of | self.seq_of
         self.hidden, self.cleared_through = found.hidden, found.cleared_through
         self.unread = found.unread
         return True
@@ -260,6 +263,11 @@ class _Skimmed:
         self.asked: list[Record] = []
         self.answered: list[Record] = []
         self.said_else: list[Record] = []
+        self.compactions: list[Record] = []
+
+    @property
+    def compacted(self) -> bool:
+        return bool(self.compactions)
 
     def handlers(self) -> dict[str, RecordHandler]:
         view = self.view
@@ -268,7 +276,11 @@ class _Skimmed:
             view.see(_decoded(record[1]))
 
         handlers: dict[str, RecordHandler] = dict.fromkeys(TRANSCRIPT_TYPES, self.said_else.append)
-        handlers |= {"assistant_message": self.asked.append, "tool_result": self.answered.append}
+        handlers |= {
+            "assistant_message": self.asked.append,
+            "tool_result": self.answered.append,
+            "compaction": self.compactions.append,
+        }
         handlers |= dict.fromkeys((SAVED_EVENT,), self.saved.append)
         handlers |= dict.fromkeys((HIDE_EVENT, CLEAR_EVENT, ITEM_EVENT), on_own)
         return handlers

@@ -6,7 +6,8 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-from turnlog.events import MAX_LINE_BYTES, VOCABULARY
+from turnlog.errors import TurnlogError
+from turnlog.events import MAX_LINE_BYTES, VOCABULARY, decode_record, decode_record_fast
 
 #: What a skim hands each record of a type it was asked for: (its seq, the
 #: record as stored: one JSON object, its `crc` member last; a view of the
@@ -48,7 +49,8 @@ def skim_lines(
 
     A sound line is one `decode_sound_line` takes: under the line limit, its
     checksum matching. The checksum proves a turnlog writer wrote the record,
-    so a record of a type nobody asked for is checked, never decoded. None
+    and every record is decoded once to prove this turnlog reads it (an
+    index beside the file then spares the next skim all of it). None
     says nothing about the session: the reader then reads it the careful way
     (`Store.iter_events`), which words whatever it finds. The handlers may
     have been handed records by then: a reader collects them apart from
@@ -76,6 +78,14 @@ def skim_lines(
         name = line[start : line.find(b'"', start)]
         if not expected and name != b"session":
             return None
+        # Checked as every reader checks it: a record whose checksum matches
+        # but that this turnlog cannot read stops the skim, and the careful
+        # read reports it.
+        if decode_record_fast(line) is None:
+            try:
+                decode_record(line)
+            except TurnlogError:
+                return None
         asked = by_type(name)
         if asked is not None:
             asked[0]((expected, line))

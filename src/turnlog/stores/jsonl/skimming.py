@@ -228,6 +228,10 @@ def write_index(dir_fd: int, file_name: str, name: str, index: SkimIndex) -> Non
         line += b',"crc":"%08x"}\n' % zlib.crc32(line)
         with os.fdopen(fd, "wb") as f:
             f.write(line)
+            # Synced before the rename: a power loss leaves the old index or
+            # the new one, never an empty file at its name.
+            f.flush()
+            os.fsync(f.fileno())
         os.rename(temporary, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError:
         with contextlib.suppress(OSError):
