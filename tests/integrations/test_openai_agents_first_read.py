@@ -59,12 +59,20 @@ def careful_items(session: TurnlogSession) -> list[Any]:
 
 async def first_read_and_careful(store: Store) -> tuple[list[Any], list[Any], list[Any]]:
     """(get_items of a fresh handle, the careful read, plain_items of the same)."""
+    fast, careful, plain, _ = await first_read_compared(store)
+    return fast, careful, plain
+
+
+async def first_read_compared(store: Store) -> tuple[list[Any], list[Any], list[Any], bool]:
+    """As `first_read_and_careful`, and whether the first read left the
+    transcript unread (the skim, not the careful read, answered)."""
     async with TurnlogSession(store, "s") as session:
         fast = await session.get_items()
+        skimmed = not session.log.log.transcript_read
         careful = careful_items(session)
         _, messages = session.log.log.transcript_held()
         plain = plain_items(messages, session._shared)
-    return fast, careful, plain
+    return fast, careful, plain, skimmed
 
 
 def store_of(kind: str, tmp_path: Path) -> Store:
@@ -103,8 +111,10 @@ def test_the_first_read_is_the_careful_read(
             before = await session.get_items()
         finally:
             await session.close()
-        fast, careful, plain = await first_read_and_careful(store)
+        fast, careful, plain, skimmed = await first_read_compared(store)
         assert fast == careful == plain == before
+        # Every message here is among the saved batches: the skim answered.
+        assert skimmed
 
     asyncio.run(main())
 
@@ -134,13 +144,15 @@ def test_an_index_beside_the_log_is_used_and_outdated_by_appends(tmp_path: Path)
 
     async def main() -> None:
         async with TurnlogSession(store, "s") as session:
-            for number in range(4):
+            # Enough runs that closing writes the index (REINDEX_AFTER_RECORDS).
+            for number in range(8):
                 await Runner.run(agent_for(number, tool=True), f"q{number}", session=session)
             before = await session.get_items()
         # Closing wrote the index; the next first read goes through it.
         assert (tmp_path / "s.jsonl.index-openai_agents").exists()
-        fast, careful, _ = await first_read_and_careful(store)
+        fast, careful, _, skimmed = await first_read_compared(store)
         assert fast == careful == before
+        assert skimmed
         # Records written after the index (by a process killed before its
         # close wrote a new one) are skimmed past it.
         index = tmp_path / "s.jsonl.index-openai_agents"

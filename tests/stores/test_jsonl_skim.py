@@ -156,3 +156,29 @@ def test_a_record_this_turnlog_cannot_read_stops_the_skim(tmp_path: Path) -> Non
         f.write(body + b',"crc":"%08x"}\n' % zlib.crc32(body))
     assert _skim(store, index=None)[0] is None
     assert _skim(store)[0] is None
+
+
+def test_the_sqlite_store_skims_its_rows(tmp_path: Path) -> None:
+    # The contract lets a store answer None; the SQL stores answer, as the
+    # JSONL store does, and keep no index.
+    from turnlog.stores import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "s.db")
+    with store.create(CONTRACT_LOG[0]) as writer:
+        writer.append(CONTRACT_LOG[1:], expected_seq=1, sync=True)
+    handed: list[Record] = []
+    count = store.skim("s1", dict.fromkeys(ASKED, handed.append), index=INDEX)
+    assert count == len(CONTRACT_LOG)
+    assert [ev.decode_event(bytes(record)) for _, record in handed] == [
+        event for event in store.read("s1") if event.type in ASKED
+    ]
+    assert not store.keeps_skim_index
+
+
+def test_an_empty_file_at_the_index_name_is_replaced(tmp_path: Path) -> None:
+    # What a power loss can leave of an unsynced index: ours to write over.
+    store = _store(tmp_path)
+    index_path = tmp_path / ("s1.jsonl" + INDEX_INFIX + INDEX)
+    index_path.write_bytes(b"")
+    _skim(store)
+    assert index_path.read_bytes().startswith(b'{"format":"turnlog skim index"')

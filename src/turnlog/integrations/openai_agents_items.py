@@ -18,7 +18,7 @@ from turnlog.events import Origin
 from turnlog.handle.bulk import collector_paused
 from turnlog.handle.log import Log
 from turnlog.providers import openai_responses
-from turnlog.stores.skim import Record, RecordHandler
+from turnlog.stores.skim import REINDEX_AFTER_RECORDS, Record, RecordHandler
 
 # The items one `add_items` call saved, verbatim, and the seqs of the
 # transcript messages they stand for (what the SDK saved is what it reads
@@ -88,8 +88,10 @@ class SessionView:
     # the others), answered when the next model call starts.
     ahead: set[str] = field(default_factory=set)
     handoffs: dict[str, str] = field(default_factory=dict)
-    # Whether the events written before this process opened the session are read.
+    # Whether the events written before this process opened the session are
+    # read, and the seq after what that read (or the last reindex) covered.
     loaded: bool = False
+    read_to: int = 0
     # What a skim found for `seq_of` and left undecoded (the assistant
     # messages' and the results' seqs, and their records as two JSON
     # arrays, copies: nothing else of what the skim read is kept).
@@ -147,6 +149,7 @@ class SessionView:
             elif not self.skim(log):
                 log.read_transcript(observe=self.see)
             self.loaded = True
+            self.read_to = log.next_seq
 
     def skim(self, log: Log) -> bool:
         """Load from a skim of the log (`Store.skim`), which decodes only the
@@ -166,10 +169,8 @@ class SessionView:
         except _NotSkimmable:
             return False
         start, _ = log.transcript_held()
-        covered: set[int] = set()
-        for batch in found.saved:
-            covered |= batch.covers
-        if skimmed.compacted or any(seq < start and seq not in covered for seq in skimmed.said()):
+        covered = _covered(found.saved)
+        if skimmed.compactions or any(seq < start and seq not in covered for seq in skimmed.said()):
             # A compaction drops results whose call it swallowed, which only
             # the whole transcript knows: the careful read decides then.
             return False
@@ -181,10 +182,17 @@ class SessionView:
 
     def reindex(self, log: Log) -> None:
         """Bring the store's index of the events `skim` reads up to date with
-        what this process appended (a store that keeps none does nothing)."""
+        what was appended since this view was read, once that is enough to
+        be worth a rewrite (`REINDEX_AFTER_RECORDS`; fewer are skimmed line
+        by line at the next read). A store that keeps no index is left alone."""
         with log.lock:
-            if not log.closed and log.store.keeps_skim_index:
+            if (
+                not log.closed
+                and log.store.keeps_skim_index
+                and log.next_seq - self.read_to >= REINDEX_AFTER_RECORDS
+            ):
                 log.store.skim(log.session_id, _REINDEX_HANDLERS, index=SKIM_INDEX)
+                self.read_to = log.next_seq
 
     def see(self, event: ev.Event) -> None:
         data = event.data
@@ -264,10 +272,6 @@ class _Skimmed:
         self.answered: list[Record] = []
         self.said_else: list[Record] = []
         self.compactions: list[Record] = []
-
-    @property
-    def compacted(self) -> bool:
-        return bool(self.compactions)
 
     def handlers(self) -> dict[str, RecordHandler]:
         view = self.view
@@ -370,9 +374,7 @@ def plain_items(messages: Sequence[Message], view: SessionView) -> list[Any]:
     saved = view.saved
     with collector_paused():
         if saved and not view.hidden and not view.legacy and view.cleared_through < saved[0].seq:
-            covered: set[int] = set()
-            for batch in saved:
-                covered |= batch.covers
+            covered = _covered(saved)
             if all(m.seq in covered for m in messages):
                 arrays = msgspec.json.decode(b"[" + b",".join(batch.raw for batch in saved) + b"]")
                 if all(type(array) is list for array in arrays):
@@ -385,9 +387,7 @@ def _visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple
     # One decode for every batch: a long session holds one per `add_items`.
     decoded: list[Any] = msgspec.json.decode(b"[" + b",".join(batch.raw for batch in saved) + b"]")
     batches: list[tuple[SavedBatch, Any]] = list(zip(saved, decoded, strict=True))
-    covered: set[int] = set()
-    for batch in saved:
-        covered |= batch.covers
+    covered = _covered(saved)
     firsts = [min(batch.covers, default=batch.seq) for batch in saved]
     first = min(firsts) if firsts else None
     uncovered = [m for m in messages if m.seq not in covered]
@@ -433,6 +433,14 @@ def _saved_items(
         else:
             out += [((seq, i), item) for i, item in enumerate(items)]
     return out
+
+
+def _covered(saved: Iterable[SavedBatch]) -> set[int]:
+    """The seqs of the transcript messages the saved batches stand for."""
+    covered: set[int] = set()
+    for batch in saved:
+        covered |= batch.covers
+    return covered
 
 
 def _shown(

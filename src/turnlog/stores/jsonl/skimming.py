@@ -15,7 +15,7 @@ from turnlog.events import MAX_LINE_BYTES
 from turnlog.stores.fileio import O_DIRECTORY, O_NOFOLLOW
 from turnlog.stores.jsonl.forward import READ_BLOCK_BYTES
 from turnlog.stores.record import check_crc
-from turnlog.stores.skim import Found, SkimHandlers, skim_lines
+from turnlog.stores.skim import REINDEX_AFTER_RECORDS, Found, SkimHandlers, skim_lines
 
 #: An index of the skim `name` of `<id>.jsonl` is `<id>.jsonl.index-<name>`.
 INDEX_INFIX: Final = ".index-"
@@ -25,9 +25,10 @@ MAX_INDEXED_BYTES: Final = 256 * 1024 * 1024
 # An index holds a few numbers per record it locates: one longer than this
 # is not one turnlog wrote.
 MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
-# A skim that read this many records past its index writes a new one, so
-# the next process reads through it (a crashed writer never wrote its own).
-REINDEX_AFTER_RECORDS: Final = 64
+# The start of every index turnlog writes: a file at an index's name that is
+# empty (a power loss before its bytes reached the disk) or starts so is ours
+# to replace; any other is not.
+INDEX_OPEN: Final = b'{"format":"turnlog skim index"'
 
 
 class SkimIndex(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,7 +67,7 @@ def skim_blocks(
     handlers: SkimHandlers,
     *,
     expected_seq: int,
-    found: list[Found],
+    found: list[Found] | None,
     crc: int = 0,
 ) -> tuple[int, int] | None:
     """`skim_lines` over the file's bytes from `start` (a line's start) up to
@@ -102,7 +103,7 @@ def skim_file(
     `index` when one is named. `beside` is the file's directory, its name and
     its session's id."""
     if index is None:
-        skimmed = skim_blocks(fd, 0, end, handlers, expected_seq=0, found=[])
+        skimmed = skim_blocks(fd, 0, end, handlers, expected_seq=0, found=None)
         return None if skimmed is None else skimmed[0]
     directory, file_name, session_id = beside
     try:
@@ -204,17 +205,12 @@ def read_index(dir_fd: int, file_name: str, name: str) -> SkimIndex | None:
 def write_index(dir_fd: int, file_name: str, name: str, index: SkimIndex) -> None:
     """Write the index beside the file through a fresh temporary file and a
     rename; not over a file there that is not an index (not ours to
-    replace). Best effort: a failure leaves the old index or none."""
+    replace). Best effort, and never synced (it may be written on an event
+    loop's thread): a failure or a power loss leaves the old index, none, or
+    an empty file, which the next write replaces."""
     target = file_name + INDEX_INFIX + name
-    try:
-        os.stat(target, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        pass
-    except OSError:
+    if not _ours_or_absent(dir_fd, target):
         return
-    else:
-        if read_index(dir_fd, file_name, name) is None:
-            return
     temporary = f"{target}.{secrets.token_hex(6)}.tmp"
     try:
         fd = os.open(
@@ -228,11 +224,24 @@ def write_index(dir_fd: int, file_name: str, name: str, index: SkimIndex) -> Non
         line += b',"crc":"%08x"}\n' % zlib.crc32(line)
         with os.fdopen(fd, "wb") as f:
             f.write(line)
-            # Synced before the rename: a power loss leaves the old index or
-            # the new one, never an empty file at its name.
-            f.flush()
-            os.fsync(f.fileno())
         os.rename(temporary, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=dir_fd)
+
+
+def _ours_or_absent(dir_fd: int, target: str) -> bool:
+    """No file at `target`, or a regular file turnlog wrote there (see `INDEX_OPEN`)."""
+    try:
+        fd = os.open(target, os.O_RDONLY | O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        start = os.read(fd, len(INDEX_OPEN))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return start in (b"", INDEX_OPEN)
