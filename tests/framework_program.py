@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import kill_points
+
 SESSION = "run-1"
 FINAL = "all charges settled"
 
@@ -55,11 +57,15 @@ def approval() -> bool:
     return os.environ.get("APPROVAL") == "1"
 
 
-def report(final: str, calls: list[str], outputs: list[str], first: Any = None) -> None:
+def report(
+    final: str, calls: list[str], outputs: list[str], first: Any = None, **more: Any
+) -> None:
     """One JSON line: the final text, and the calls, outputs and whether the
-    resume notice were in the model's first input."""
+    resume notice were in the model's first input (and what `more` adds)."""
     notice = NOTICE in str(first)
-    print(json.dumps({"final": final, "calls": calls, "outputs": outputs, "notice": notice}))
+    print(
+        json.dumps({"final": final, "calls": calls, "outputs": outputs, "notice": notice, **more})
+    )
 
 
 # -- OpenAI Agents SDK ---------------------------------------------------------------
@@ -100,15 +106,28 @@ def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
             session: Any = SQLiteSession(SESSION, str(Path(store) / "agents.db"))
             hooks = None
         else:
-            session = TurnlogSession(store, SESSION)
-            hooks = session.hooks
+            # The kill sweeps' knobs: how the crashed session is opened
+            # (OPEN_WITH=revive|recover), a streamed run, a run without hooks.
+            opened = {os.environ["OPEN_WITH"]: True} if os.environ.get("OPEN_WITH") else {}
+            session = TurnlogSession(
+                store, SESSION, idempotency={"charge": "destructive"}, **opened
+            )
+            hooks = None if os.environ.get("NO_HOOKS") else session.hooks
         text = "charge the card" if mode.endswith("run") else "continue"
+        handed: list[Any] = []
+        if isinstance(session, TurnlogSession) and not mode.endswith("run"):
+            handed = [(i.get("type"), i.get("call_id")) for i in await session.get_items()]
         if mode == "approve":
             # The SDK's own approval flow: the paused run's state, approved.
             state: Any = await RunState.from_string(agent, paused.read_text())
             for pending in state.get_interruptions():
                 state.approve(pending)
             result = await Runner.run(agent, state, session=session, hooks=hooks)
+        elif os.environ.get("STREAMED"):
+            streamed = Runner.run_streamed(agent, text, session=session, hooks=hooks)
+            async for _ in streamed.stream_events():
+                pass
+            result = streamed
         else:
             result = await Runner.run(agent, text, session=session, hooks=hooks)
         if isinstance(session, TurnlogSession):
@@ -123,6 +142,7 @@ def openai_agents(mode: str, store: str, side: str, parallel: bool) -> None:
             [i["call_id"] for i in first if i.get("type") == "function_call"],
             [i["call_id"] for i in first if i.get("type") == "function_call_output"],
             first,
+            handed=handed,
         )
 
     asyncio.run(main())
@@ -299,6 +319,9 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         out = app.invoke(start, config, durability="sync")
     elif mode == "approve":
         out = app.invoke(Command(resume=True), config, durability="sync")
+    elif not app.get_state(config).values:
+        # Killed before the thread's first checkpoint: the app starts it again.
+        out = app.invoke({"messages": [HumanMessage("charge the card")]}, config, durability="sync")
     else:
         out = app.invoke(None, config, durability="sync")
     if wrapper is not None:
@@ -851,6 +874,7 @@ def doc_program(framework: str, step: str, workdir: str, side: str, parallel: bo
 
 
 def main(argv: list[str]) -> None:
+    kill_points.arm()
     framework, mode, store, side = argv[:4]
     parallel = "--parallel" in argv
     if mode.startswith("doc-"):

@@ -3,6 +3,7 @@ with what turnlog itself wrote for the model (recovery's answers, a revival's no
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -88,6 +89,9 @@ class SessionView:
     # the others), answered when the next model call starts.
     ahead: set[str] = field(default_factory=set)
     handoffs: dict[str, str] = field(default_factory=dict)
+    # The turn ends read (seq, whether recovery wrote it), in seq order: a
+    # real result no batch holds is shown only in a turn a crash cut short.
+    recovered_ends: list[tuple[int, bool]] = field(default_factory=list)
     # Whether the events written before this process opened the session are
     # read, and the seq after what that read (or the last reindex) covered.
     loaded: bool = False
@@ -177,6 +181,7 @@ class SessionView:
         # Ids the hooks recorded before this first read stay (they are newer).
         self.saved, self.legacy, self.seq_of = found.saved, found.legacy, found.seq_of | self.seq_of
         self.hidden, self.cleared_through = found.hidden, found.cleared_through
+        self.recovered_ends = found.recovered_ends
         self.unread = found.unread
         return True
 
@@ -219,6 +224,8 @@ class SessionView:
                     self.seq_of[f"item:{call.extra['item_id']}"] = event.seq
         elif isinstance(data, ev.ToolResult):
             self.seq_of[f"output:{data.call_id}"] = event.seq
+        elif isinstance(data, ev.TurnEnd):
+            self.recovered_ends.append((event.seq, event.origin == Origin.RECOVERY))
 
 
 class _NotSkimmable(Exception):
@@ -255,7 +262,12 @@ class _AnsweredRecord(msgspec.Struct):
     data: _AnsweredData
 
 
+class _EndedRecord(msgspec.Struct):
+    origin: str | None = None
+
+
 _saved_decoder = msgspec.json.Decoder(list[_SavedRecord])
+_ended_decoder = msgspec.json.Decoder(list[_EndedRecord])
 _asked_decoder = msgspec.json.Decoder(list[_AskedRecord])
 _answered_decoder = msgspec.json.Decoder(list[_AnsweredRecord])
 
@@ -272,6 +284,7 @@ class _Skimmed:
         self.answered: list[Record] = []
         self.said_else: list[Record] = []
         self.compactions: list[Record] = []
+        self.ended: list[Record] = []
 
     def handlers(self) -> dict[str, RecordHandler]:
         view = self.view
@@ -284,6 +297,7 @@ class _Skimmed:
             "assistant_message": self.asked.append,
             "tool_result": self.answered.append,
             "compaction": self.compactions.append,
+            "turn_end": self.ended.append,
         }
         handlers |= dict.fromkeys((SAVED_EVENT,), self.saved.append)
         handlers |= dict.fromkeys((HIDE_EVENT, CLEAR_EVENT, ITEM_EVENT), on_own)
@@ -307,6 +321,13 @@ class _Skimmed:
                 SavedBatch(seq, batch.data.items, frozenset(batch.data.covers))
                 for (seq, _), batch in zip(self.saved, batches, strict=True)
             ]
+        ended = _decode_all(_ended_decoder, self.ended)
+        if ended is None:
+            raise _NotSkimmable
+        view.recovered_ends = [
+            (seq, record.origin == Origin.RECOVERY)
+            for (seq, _), record in zip(self.ended, ended, strict=True)
+        ]
         # The ids `seq_of` needs stay in their records until asked for
         # (`SessionView.recorded`): most runs ask only for new ones.
         view.unread = (
@@ -361,8 +382,10 @@ def visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[
     (a session written before batches existed, or by turnlog's own API);
     turnlog's answers and notices (recovery, revival, a deadline); the
     message asking a call such an answer settles, and that call's other
-    results. A message only the hooks recorded and the SDK chose not to save
-    (text an output guardrail dropped) stays in the log, hidden here."""
+    results; and the message asking a call whose real result the hooks
+    recorded (the tool ran) when no batch holds it, with its results. A
+    message only the hooks recorded and the SDK chose not to save (text an
+    output guardrail dropped) stays in the log, hidden here."""
     with collector_paused():
         return _visible_items(messages, view)
 
@@ -391,7 +414,7 @@ def _visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple
     firsts = [min(batch.covers, default=batch.seq) for batch in saved]
     first = min(firsts) if firsts else None
     uncovered = [m for m in messages if m.seq not in covered]
-    shown = _shown(uncovered, batches, first) if uncovered else set()
+    shown = _shown(uncovered, batches, first, view.recovered_ends) if uncovered else set()
     if not shown and first is not None and not view.legacy:
         return _saved_items(batches, view)
 
@@ -444,16 +467,27 @@ def _covered(saved: Iterable[SavedBatch]) -> set[int]:
 
 
 def _shown(
-    uncovered: Iterable[Message], batches: Sequence[tuple[SavedBatch, Any]], first: int | None
+    uncovered: Iterable[Message],
+    batches: Sequence[tuple[SavedBatch, Any]],
+    first: int | None,
+    ends: Sequence[tuple[int, bool]],
 ) -> set[int]:
-    """The seqs of the uncovered messages `visible_items` shows."""
+    """The seqs of the uncovered messages `visible_items` shows (`ends`:
+    the turn ends the view read, and whether recovery wrote each)."""
     uncovered = list(uncovered)
     if first is None:
         return {m.seq for m in uncovered}
+    # A call the log answered that no batch holds: the answer turnlog wrote,
+    # or the real result the hooks recorded in a turn recovery closed (a
+    # kill before the SDK saved the step: the tool ran, and the model must
+    # see that it did, or it asks again and the tool runs twice). A run that
+    # failed or went on chose what to save of its tools' outputs.
     settled = {
         m.call_id
         for m in uncovered
-        if m.role == "tool" and m.seq > first and m.origin in _TURNLOG_ORIGINS
+        if m.role == "tool"
+        and m.seq > first
+        and (m.origin in _TURNLOG_ORIGINS or (m.origin is None and _cut_short(m.seq, ends)))
     }
     shown = {m.seq for m in uncovered if m.seq < first or m.origin in _TURNLOG_ORIGINS}
     calls: set[str] = set()
@@ -470,6 +504,12 @@ def _shown(
             calls.update(call.id for call in m.tool_calls)
     shown.update(m.seq for m in uncovered if m.role == "tool" and m.call_id in calls)
     return shown
+
+
+def _cut_short(seq: int, ends: Sequence[tuple[int, bool]]) -> bool:
+    """Whether the turn holding `seq` was closed by recovery (its process died)."""
+    at = bisect.bisect(ends, (seq, True))
+    return at < len(ends) and ends[at][1]
 
 
 def _outputs_in_call_order(items: list[tuple[Key, Any, bool]]) -> list[tuple[Key, Any]]:
