@@ -251,8 +251,10 @@ def _write_html(
         sys.stdout.buffer.write(page)
         sys.stdout.flush()
         return
-    with open(output, "wb") as out:
-        out.write(page)
+    from turnlog.cli.outputs import write_output
+    from turnlog.formats.timeline_html import PAGE_MARKER
+
+    write_output(output, page, marker=PAGE_MARKER, what="the page")
     click.echo(f"wrote {output} ({len(page):,} bytes): open it in a browser", err=True)
 
 

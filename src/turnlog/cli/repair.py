@@ -314,7 +314,7 @@ def sweep_command(
     store = existing_store(store_url or store_positional)
     console = _console()
     if otlp_endpoint is not None:
-        from turnlog.cli.traces import parse_headers, traces_url
+        from turnlog.cli.otlp_http import parse_headers, traces_url
 
         # Checked before anything is repaired: a bad address is a usage error.
         traces_url(otlp_endpoint)

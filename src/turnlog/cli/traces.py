@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,65 +11,12 @@ import msgspec
 
 from turnlog import events as ev
 from turnlog.cli._common import _events
-from turnlog.errors import TurnlogError, UsageError
+from turnlog.cli.otlp_http import parse_headers, send, traces_url
+from turnlog.errors import TurnlogError
 from turnlog.stores import Store
 
-#: How long a collector may take to answer one export.
-SEND_TIMEOUT_S = 30.0
-
-
-def parse_headers(pairs: tuple[str, ...]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(
-                f"--header {key.strip() or '?'}=... is not KEY=VALUE",
-                hint="pass each header as --header 'authorization=Bearer ...'",
-            )
-        headers[key.strip()] = value
-    return headers
-
-
-def traces_url(endpoint: str) -> str:
-    """The URL to POST to: an endpoint with no path gets OTLP's `/v1/traces`."""
-    parts = urllib.parse.urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(
-            f"--endpoint {endpoint!r} is not an http(s) URL",
-            hint="pass the collector's OTLP/HTTP address, e.g. http://localhost:4318",
-        )
-    if parts.path in ("", "/"):
-        return urllib.parse.urlunsplit(parts._replace(path="/v1/traces"))
-    return endpoint
-
-
-def send(
-    url: str, body: bytes, headers: dict[str, str], *, timeout_s: float = SEND_TIMEOUT_S
-) -> int:
-    """POST an OTLP/JSON export; the HTTP status. The headers are never echoed:
-    they carry credentials."""
-    request = urllib.request.Request(
-        url,
-        data=body,
-        method="POST",
-        headers={**headers, "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        raise TurnlogError(
-            f"the endpoint refused the trace: HTTP {error.code} from {url}",
-            hint="check the endpoint's path (OTLP/HTTP takes POST /v1/traces) and its auth "
-            "headers (--header)",
-        ) from None
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise TurnlogError(
-            f"could not send the trace to {url}: {reason}",
-            hint="is the collector running and listening for OTLP/HTTP (port 4318 by default)?",
-        ) from None
+#: How every trace file turnlog writes begins (OTLP/JSON's one member).
+TRACE_MARKER = b'{"resourceSpans":'
 
 
 def child_turns(store: Store, session_id: str) -> dict[str, int]:
@@ -114,7 +58,7 @@ def send_repaired(
             failures += 1
             click.echo(f"error: trace of {item.session_id} not sent: {error.message}", err=True)
         else:
-            click.echo(f"sent the trace of {item.session_id} to {url}", err=True)
+            click.echo(f"sent the trace of {item.session_id} to {url.shown}", err=True)
     return failures
 
 
@@ -144,9 +88,10 @@ def export_trace(
         sys.stdout.buffer.write(body + b"\n")
         sys.stdout.flush()
     elif output is not None:
-        with open(output, "wb") as out:
-            out.write(body + b"\n")
+        from turnlog.cli.outputs import write_output
+
+        write_output(output, body + b"\n", marker=TRACE_MARKER, what="the trace")
     if url is not None:
         status = send(url, body, headers)
         spans = len(request["resourceSpans"][0]["scopeSpans"][0]["spans"])
-        click.echo(f"sent {spans} spans of {session_id} to {url} (HTTP {status})", err=True)
+        click.echo(f"sent {spans} spans of {session_id} to {url.shown} (HTTP {status})", err=True)

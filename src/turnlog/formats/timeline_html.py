@@ -11,7 +11,9 @@ session's page stays responsive. Pure: events in, text out.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
 import html
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -83,6 +85,25 @@ _SCRIPT = """
     q.dispatchEvent(new Event('input'));}
 })();
 """
+
+
+def _csp_hash(source: str) -> str:
+    digest = hashlib.sha256(source.encode()).digest()
+    return "'sha256-" + base64.b64encode(digest).decode() + "'"
+
+
+#: Marks a page as turnlog's, so a second `show --html -o` may replace it.
+PAGE_MARKER = b'<meta name="generator" content="turnlog timeline">'
+# The page runs its one script and its one style sheet, named by their
+# hashes, and loads nothing: text from a session that ever reached the
+# markup unescaped could not run (an inline handler, a script of its own)
+# nor fetch anything.
+_CSP = (
+    "default-src 'none'; "
+    f"script-src {_csp_hash(_SCRIPT)}; style-src {_csp_hash(_STYLE)}; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
+)
+_HEAD = PAGE_MARKER.decode() + f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
 
 
 def _esc(text: str) -> str:
@@ -243,7 +264,8 @@ class _Page:
             )
 
     def _line(self, event: Event, kind: str, body: str, extra: str = "") -> str:
-        attrs = f'class="ev t-{event.type}" data-seq="{event.seq}" data-type="{_esc(event.type)}"'
+        kind_class = _esc(event.type)
+        attrs = f'class="ev t-{kind_class}" data-seq="{event.seq}" data-type="{kind_class}"'
         origin = ""
         if event.origin:
             attrs += f' data-origin="{_esc(event.origin)}"'
@@ -323,8 +345,10 @@ class _Page:
                 f"{self._text(text, sized=True)}"
             )
             return self._line(event, "late result", body)
+        # Another tool's record (an `x_` type) may hold arguments and
+        # results: under --redact only its size is shown.
         fields = msgspec.json.encode(msgspec.to_builtins(data)).decode()
-        return self._line(event, event.type, self._text(fields))
+        return self._line(event, event.type, self._text(fields, sized=True))
 
     def _assistant(self, data: ev.AssistantMessage) -> str:
         parts = [self._usage(data.usage), self._text(display_text(data.content))]
@@ -412,7 +436,7 @@ class _Page:
         self._close_turn()
         title = f"turnlog: {self.session_id}"
         yield (
-            f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f'<!doctype html><html lang="en"><head><meta charset="utf-8">{_HEAD}'
             f'<meta name="viewport" content="width=device-width,initial-scale=1">'
             f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>"
         )

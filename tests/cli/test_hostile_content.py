@@ -1,0 +1,238 @@
+"""Every string in a session is hostile, and so is every server: the page runs
+no script a session holds, --redact hides what it says it hides, an output
+never lands on an input, and a trace's credentials go to one origin only,
+within one deadline, never printed."""
+
+from __future__ import annotations
+
+import http.server
+import select
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import turnlog
+from browser import render
+from turnlog import ToolCall, events as ev
+from turnlog.cli import main
+from turnlog.cli.otlp_http import send, traces_url
+
+# Each would set an attribute the page never has, if it ran.
+HOSTILE = [
+    "\"><img src=x onerror=\"document.body.setAttribute('data-p'+'wned','1')\">",
+    "<script>document.body.setAttribute('data-p'+'wned','2')</script>",
+    "'><svg onload=document.body.setAttribute('data-p'+'wned','3')>",
+    "</template></details><script>document.body.setAttribute('data-p'+'wned','4')</script>",
+]
+
+
+def hostile_session(path: Path) -> None:
+    """A session with a hostile string in every field a writer takes."""
+    with turnlog.open(str(path)) as log:
+        for number, text in enumerate(HOSTILE):
+            log.user(text)
+            with log.turn(), log.step():
+                call = ToolCall(id=f"c{number}{text}", name=f"t{text}", arguments={"a": text})
+                msg = log.assistant(text, [call])
+                with log.dispatch(msg.data.tool_calls[0], idempotency="destructive") as running:
+                    running.result(text)
+            log.append(ev.Custom(type=f"x_{number}{text}", fields={"secret": f"token-{text}"}))
+
+
+def page(session: Path, out: Path, *more: str) -> str:
+    result = CliRunner().invoke(main, ["show", str(session), "--html", "-o", str(out), *more])
+    assert result.exit_code == 0, result.output
+    return out.read_text()
+
+
+def test_no_script_from_a_session_runs_in_the_page(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    hostile_session(session)
+    out = tmp_path / "page.html"
+    text = page(session, out)
+    assert "Content-Security-Policy" in text
+    shown = render(out.as_uri() + "#all")
+    assert 'data-pwned="' not in shown.dom
+    assert shown.console == [], shown.console
+    # Every hostile string is in the page, as text.
+    assert all(f"t{s}"[:8] in shown.dom.replace("&lt;", "<").replace("&gt;", ">") for s in HOSTILE)
+
+
+def test_redact_hides_what_custom_events_hold(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    hostile_session(session)
+    text = page(session, tmp_path / "page.html", "--redact")
+    assert "token-" not in text
+    assert "bytes)" in text
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["show", "{s}", "--html", "-o", "{s}"],
+        ["export", "{s}", "--to", "otlp-json", "-o", "{s}"],
+        ["show", "{s}", "--html", "-o", "{other}"],
+        ["export", "{s}", "--to", "otlp-json", "-o", "{other}"],
+    ],
+)
+def test_an_output_never_lands_on_an_input(tmp_path: Path, command: list[str]) -> None:
+    session = tmp_path / "s.jsonl"
+    hostile_session(session)
+    other = tmp_path / "notes.txt"
+    other.write_text("mine\n")
+    before = session.read_bytes()
+    args = [part.format(s=session, other=other) for part in command]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "refusing to write" in result.output and "hint:" in result.output
+    assert session.read_bytes() == before and other.read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "s.jsonl"]
+
+
+def test_an_output_turnlog_wrote_is_replaced_whole(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    hostile_session(session)
+    out = tmp_path / "page.html"
+    first = page(session, out)
+    assert page(session, out) == first
+    trace = tmp_path / "t.json"
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["export", str(session), "--to", "otlp-json", "-o",
+                                           str(trace)])  # fmt: skip
+        assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "s.jsonl", "t.json"]
+
+
+class _Collector(http.server.BaseHTTPRequestHandler):
+    """A hostile collector: `/redirect` sends the client elsewhere, `/drip`
+    answers one byte every 0.5 s, `/long` sends a header line over 64 KiB."""
+
+    seen: list[tuple[str, str, dict[str, str]]] = []
+
+    def _any(self) -> None:
+        if self.path.startswith("/close"):
+            self.close_connection = True
+            return  # hangs up without reading the body
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.seen.append((self.command, self.path, headers))
+        if self.path.startswith("/redirect"):
+            self.send_response(307)
+            self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/else")
+            self.end_headers()
+        elif self.path.startswith("/drip"):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            for _ in range(40):
+                if select.select([self.connection], [], [], 0.5)[0]:
+                    return  # the client hung up
+                self.wfile.write(b"X")
+                self.wfile.flush()
+        elif self.path.startswith("/long"):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 70000 + b"\r\n\r\n")
+        else:
+            self.send_response(200)
+            self.end_headers()
+
+    do_POST = do_GET = _any
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[str, list[tuple[str, str, dict[str, str]]]]]:
+    seen: list[tuple[str, str, dict[str, str]]] = []
+    handler = type("Handler", (_Collector,), {"seen": seen})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # The collector writes to clients that hung up: an error in its thread,
+    # not a SIGPIPE that ends the test process (the CLI takes its default).
+    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        signal.signal(signal.SIGPIPE, previous)
+
+
+def export_to(session: Path, endpoint: str, *headers: str) -> Any:
+    args = ["export", str(session), "--to", "otlp-json", "-o", "-", "--endpoint", endpoint]
+    for header in headers:
+        args += ["--header", header]
+    return CliRunner().invoke(main, args)
+
+
+def test_a_redirect_is_a_failure_and_credentials_stay_with_one_origin(
+    tmp_path: Path, collector: tuple[str, list[tuple[str, str, dict[str, str]]]]
+) -> None:
+    url, seen = collector
+    session = tmp_path / "s.jsonl"
+    hostile_session(session)
+    result = export_to(session, f"{url}/redirect", "authorization=Bearer s3cret")
+    assert result.exit_code == 3, result.output  # a failed send, as every TurnlogError
+    assert "redirect" in result.output and "s3cret" not in result.output
+    assert [(method, path) for method, path, _ in seen] == [("POST", "/redirect")]
+
+
+def test_a_dripping_server_is_cut_off_at_the_deadline(
+    collector: tuple[str, list[tuple[str, str, dict[str, str]]]],
+) -> None:
+    url, _ = collector
+    started = time.monotonic()
+    with pytest.raises(turnlog.TurnlogError, match="no whole answer within"):
+        send(traces_url(f"{url}/drip"), b"{}", {}, deadline_s=2)
+    assert time.monotonic() - started < 5
+
+
+def test_a_collector_hanging_up_mid_send_is_an_error_not_a_silent_death(
+    collector: tuple[str, list[tuple[str, str, dict[str, str]]]],
+) -> None:
+    url, _ = collector
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as the command line has it
+    with pytest.raises(turnlog.TurnlogError, match="could not send the trace"):
+        send(traces_url(f"{url}/close"), b"x" * (64 << 20), {}, deadline_s=10)
+
+
+def test_a_header_line_over_64_kib_is_an_error_not_a_traceback(
+    tmp_path: Path, collector: tuple[str, list[tuple[str, str, dict[str, str]]]]
+) -> None:
+    url, _ = collector
+    session = tmp_path / "s.jsonl"
+    hostile_session(session)
+    result = export_to(session, f"{url}/long")
+    assert result.exit_code == 3 and "Traceback" not in result.output, result.output
+    assert "could not send the trace" in result.output
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "headers", "said"),
+    [
+        ("http://127.0.0.1:abc", (), "not an http(s) URL"),
+        ("http://[::1", (), "not an http(s) URL"),
+        ("http://user:pw-s3cret@127.0.0.1:9", (), "credentials in the URL"),
+        ("http://127.0.0.1:9", ("Authorization: Bearer s3cret",), "could not send"),
+        ("http://127.0.0.1:9", ("Authorization s3cret",), "header #1 is not KEY=VALUE"),
+        ("http://127.0.0.1:9", ("authorization=Bearer s3cret\nX: y",), "line break"),
+        ("http://127.0.0.1:9", ("authorization=Bearer s3crét€",), "cannot carry"),
+        ("http://127.0.0.1:9", ("authorization=" + "s3cret" * 2000,), "over 8,192"),
+        ("http://127.0.0.1:9/v1/traces?api_key=s3cret", (), "could not send"),
+    ],
+)
+def test_bad_endpoints_and_headers_never_print_a_secret(
+    tmp_path: Path, endpoint: str, headers: tuple[str, ...], said: str
+) -> None:
+    session = tmp_path / "s.jsonl"
+    hostile_session(session)
+    result = export_to(session, endpoint, *headers)
+    assert result.exit_code in (2, 3) and said in result.output, result.output
+    assert "s3cret" not in result.output and "Traceback" not in result.output
+    assert "hint:" in result.output
