@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 import turnlog
 from browser import render
+from entry_point import cli
 from turnlog import ToolCall, events as ev
 from turnlog.cli import main
 from turnlog.cli.otlp_http import send, traces_url
@@ -236,3 +237,22 @@ def test_bad_endpoints_and_headers_never_print_a_secret(
     assert result.exit_code in (2, 3) and said in result.output, result.output
     assert "s3cret" not in result.output and "Traceback" not in result.output
     assert "hint:" in result.output
+
+
+def test_text_commands_show_control_characters_never_send_them(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    with turnlog.open(str(session)) as log:
+        log.user("title \x1b]0;PWNED\x07 clear \x1b[2J\x9b2J end")
+        with log.turn(), log.step():
+            msg = log.assistant(
+                "\x1b[31mred\x1b[0m", [ToolCall(id="c\x1b[2J", name="t\x1b]0;x\x07")]
+            )
+            with log.dispatch(msg.data.tool_calls[0]) as call:
+                call.result("\x1b[2Jdone")
+    for command in (["show", str(session)], ["show", str(session), "--full"],
+                    ["inspect", str(session)], ["ls", "--store", str(tmp_path)]):  # fmt: skip
+        code, out, err = cli(*command)
+        assert code in (0, 1), err
+        assert not any(ch in out + err for ch in "\x1b\x07\x9b"), (command, out)
+    code, out, _ = cli("show", str(session))
+    assert "␛]0;PWNED" in out and "␛[2J" in out

@@ -38,9 +38,9 @@ _PIPED_WIDTH: Final = 100_000
 
 def _console(*, unfolded_when_piped: bool = True) -> Console:
     # Imported on use: a --json call never pays for the terminal renderer.
-    from rich.console import Console
+    from turnlog.cli.terminal import SafeConsole
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = SafeConsole(highlight=False, soft_wrap=True)
     if unfolded_when_piped and not console.is_terminal:
         # Piped output is read by programs and pasted whole: a table cell is
         # never folded to fit an 80-column terminal that is not there.
