@@ -331,7 +331,8 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         calls = [c["id"] for c in out["messages"][-1].tool_calls]
         print(json.dumps({"paused": calls}))
         return
-    first = seen[0]
+    # A thread whose last checkpoint holds the final answer calls no model.
+    first = seen[0] if seen else []
     report(
         str(out["messages"][-1].content),
         [c["id"] for m in first for c in (getattr(m, "tool_calls", None) or [])],
