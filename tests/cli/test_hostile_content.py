@@ -6,8 +6,10 @@ within one deadline, never printed."""
 from __future__ import annotations
 
 import http.server
+import os
 import select
 import signal
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -33,8 +35,10 @@ HOSTILE = [
 ]
 
 
-def hostile_session(path: Path) -> None:
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
     """A session with a hostile string in every field a writer takes."""
+    path = tmp_path / "s.jsonl"
     with turnlog.open(str(path)) as log:
         for number, text in enumerate(HOSTILE):
             log.user(text)
@@ -44,6 +48,7 @@ def hostile_session(path: Path) -> None:
                 with log.dispatch(msg.data.tool_calls[0], idempotency="destructive") as running:
                     running.result(text)
             log.append(ev.Custom(type=f"x_{number}{text}", fields={"secret": f"token-{text}"}))
+    return path
 
 
 def page(session: Path, out: Path, *more: str) -> str:
@@ -52,9 +57,7 @@ def page(session: Path, out: Path, *more: str) -> str:
     return out.read_text()
 
 
-def test_no_script_from_a_session_runs_in_the_page(tmp_path: Path) -> None:
-    session = tmp_path / "s.jsonl"
-    hostile_session(session)
+def test_no_script_from_a_session_runs_in_the_page(tmp_path: Path, session: Path) -> None:
     out = tmp_path / "page.html"
     text = page(session, out)
     assert "Content-Security-Policy" in text
@@ -65,9 +68,7 @@ def test_no_script_from_a_session_runs_in_the_page(tmp_path: Path) -> None:
     assert all(f"t{s}"[:8] in shown.dom.replace("&lt;", "<").replace("&gt;", ">") for s in HOSTILE)
 
 
-def test_redact_hides_what_custom_events_hold(tmp_path: Path) -> None:
-    session = tmp_path / "s.jsonl"
-    hostile_session(session)
+def test_redact_hides_what_custom_events_hold(tmp_path: Path, session: Path) -> None:
     text = page(session, tmp_path / "page.html", "--redact")
     assert "token-" not in text
     assert "bytes)" in text
@@ -82,9 +83,9 @@ def test_redact_hides_what_custom_events_hold(tmp_path: Path) -> None:
         ["export", "{s}", "--to", "otlp-json", "-o", "{other}"],
     ],
 )
-def test_an_output_never_lands_on_an_input(tmp_path: Path, command: list[str]) -> None:
-    session = tmp_path / "s.jsonl"
-    hostile_session(session)
+def test_an_output_never_lands_on_an_input(
+    tmp_path: Path, session: Path, command: list[str]
+) -> None:
     other = tmp_path / "notes.txt"
     other.write_text("mine\n")
     before = session.read_bytes()
@@ -96,9 +97,7 @@ def test_an_output_never_lands_on_an_input(tmp_path: Path, command: list[str]) -
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "s.jsonl"]
 
 
-def test_an_output_turnlog_wrote_is_replaced_whole(tmp_path: Path) -> None:
-    session = tmp_path / "s.jsonl"
-    hostile_session(session)
+def test_an_output_turnlog_wrote_is_replaced_whole(tmp_path: Path, session: Path) -> None:
     out = tmp_path / "page.html"
     first = page(session, out)
     assert page(session, out) == first
@@ -173,11 +172,9 @@ def export_to(session: Path, endpoint: str, *headers: str) -> Any:
 
 
 def test_a_redirect_is_a_failure_and_credentials_stay_with_one_origin(
-    tmp_path: Path, collector: tuple[str, list[tuple[str, str, dict[str, str]]]]
+    session: Path, collector: tuple[str, list[tuple[str, str, dict[str, str]]]]
 ) -> None:
     url, seen = collector
-    session = tmp_path / "s.jsonl"
-    hostile_session(session)
     result = export_to(session, f"{url}/redirect", "authorization=Bearer s3cret")
     assert result.exit_code == 3, result.output  # a failed send, as every TurnlogError
     assert "redirect" in result.output and "s3cret" not in result.output
@@ -204,11 +201,9 @@ def test_a_collector_hanging_up_mid_send_is_an_error_not_a_silent_death(
 
 
 def test_a_header_line_over_64_kib_is_an_error_not_a_traceback(
-    tmp_path: Path, collector: tuple[str, list[tuple[str, str, dict[str, str]]]]
+    session: Path, collector: tuple[str, list[tuple[str, str, dict[str, str]]]]
 ) -> None:
     url, _ = collector
-    session = tmp_path / "s.jsonl"
-    hostile_session(session)
     result = export_to(session, f"{url}/long")
     assert result.exit_code == 3 and "Traceback" not in result.output, result.output
     assert "could not send the trace" in result.output
@@ -229,10 +224,8 @@ def test_a_header_line_over_64_kib_is_an_error_not_a_traceback(
     ],
 )
 def test_bad_endpoints_and_headers_never_print_a_secret(
-    tmp_path: Path, endpoint: str, headers: tuple[str, ...], said: str
+    session: Path, endpoint: str, headers: tuple[str, ...], said: str
 ) -> None:
-    session = tmp_path / "s.jsonl"
-    hostile_session(session)
     result = export_to(session, endpoint, *headers)
     assert result.exit_code in (2, 3) and said in result.output, result.output
     assert "s3cret" not in result.output and "Traceback" not in result.output
@@ -240,7 +233,7 @@ def test_bad_endpoints_and_headers_never_print_a_secret(
 
 
 def test_text_commands_show_control_characters_never_send_them(tmp_path: Path) -> None:
-    session = tmp_path / "s.jsonl"
+    session = tmp_path / "c.jsonl"
     with turnlog.open(str(session)) as log:
         log.user("title \x1b]0;PWNED\x07 clear \x1b[2J\x9b2J end")
         with log.turn(), log.step():
@@ -256,3 +249,23 @@ def test_text_commands_show_control_characters_never_send_them(tmp_path: Path) -
         assert not any(ch in out + err for ch in "\x1b\x07\x9b"), (command, out)
     code, out, _ = cli("show", str(session))
     assert "␛]0;PWNED" in out and "␛[2J" in out
+
+
+def test_an_error_quoting_a_name_shows_its_control_characters(tmp_path: Path) -> None:
+    missing = tmp_path / "gone\x1b]0;PWNED\x07.jsonl"
+    code, out, err = cli("show", str(missing))
+    assert code != 0 and "gone␛]0;PWNED␇" in err, err
+    assert not any(ch in out + err for ch in "\x1b\x07"), err
+
+
+def test_a_page_gets_the_mode_a_new_file_gets_and_keeps_a_replaced_ones(
+    tmp_path: Path, session: Path
+) -> None:
+    out = tmp_path / "page.html"
+    page(session, out)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    out.chmod(0o640)
+    page(session, out)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640

@@ -57,13 +57,16 @@ def charges(side: Path) -> Counter[int]:
     return Counter(int(n) for n in side.read_text().split()) if side.exists() else Counter()
 
 
-def count_points(framework: str, here: Path, flags: tuple[str, ...], **env: str) -> list[int]:
+def count_points(
+    framework: str, here: Path, flags: tuple[str, ...], **env: str
+) -> list[tuple[int, str]]:
+    """The writes one whole run makes: (number, the types written)."""
     here.mkdir(parents=True, exist_ok=True)
     counted = here / "count"
     done = run(framework, "run", here / "store", here / "side", *flags,
                COUNT_APPENDS=str(counted), **env)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return [number for number, _ in kill_points.points(counted)]
+    return kill_points.points(counted)
 
 
 def killed_at(framework: str, point: int, here: Path, flags: tuple[str, ...], **env: str) -> Path:
@@ -123,8 +126,7 @@ def test_agents_sdk_kill_between_the_tools_result_and_the_sdks_save(tmp_path: Pa
     any documented way, the tool runs once and `get_items` hands the call
     back with its recorded result."""
     counted = count_points("openai-agents", tmp_path / "count", ())
-    types = dict(kill_points.points(tmp_path / "count" / "count"))
-    point = next(n for n in counted if types[n] == "tool_result")
+    point = next(number for number, types in counted if types == "tool_result")
     crashed = tmp_path / "crashed"
     killed_at("openai-agents", point, crashed, ())
     assert charges(crashed / "side") == Counter({1: 1})
@@ -140,7 +142,7 @@ def sweep(framework: str, tmp_path: Path, flags: tuple[str, ...], **env: str) ->
     """Kill after every write of one run; returns how many points were tried."""
     points = count_points(framework, tmp_path / "count", flags, **env)
     repairs = AGENTS_REPAIRS if framework == "openai-agents" else SHELL_REPAIRS
-    for point in points:
+    for point, _ in points:
         here = tmp_path / str(point)
         store = killed_at(framework, point, here, flags, **env)
         resume(framework, repairs[point % len(repairs)], here, flags, **env)

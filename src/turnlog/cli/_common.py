@@ -12,6 +12,7 @@ import click
 import msgspec
 
 from turnlog.cli.numbers import WholeNumber
+from turnlog.cli.visible import visible
 from turnlog.core.revivable import DEFAULT_MAX_REVIVALS
 from turnlog.errors import FormatError, SessionLockedError, TurnlogError, UsageError
 from turnlog.stores import DEFAULT_STORE, STORE_ENV, Store
@@ -59,9 +60,10 @@ def _exit_code(error: TurnlogError) -> int:
 def _fail(message: str, hint: str, code: int, *, as_json: bool) -> NoReturn:
     if as_json:
         click.echo(msgspec.json.encode({"error": message, "hint": hint, "exit_code": code}))
-    click.echo(f"error: {message}", err=True)
+    # A message may quote a session's id or a file's name: shown, not obeyed.
+    click.echo(f"error: {visible(message)}", err=True)
     if hint:
-        click.echo(f"hint: {hint}", err=True)
+        click.echo(f"hint: {visible(hint)}", err=True)
     sys.exit(code)
 
 

@@ -25,6 +25,7 @@ from turnlog.cli._common import (
     store_option,
 )
 from turnlog.cli.numbers import Seconds
+from turnlog.cli.visible import visible
 from turnlog.errors import TurnlogError, UsageError
 from turnlog.stores import store_from_url
 
@@ -286,9 +287,9 @@ def import_command(kind: str, files: tuple[str, ...], store_url: str | None, as_
             if not as_json:
                 # The message names the file already when it can.
                 shown = message if path in message else f"{path}: {message}"
-                click.echo(f"error: {shown}", err=True)
+                click.echo(f"error: {visible(shown)}", err=True)
                 if hint:
-                    click.echo(f"hint: {hint}", err=True)
+                    click.echo(f"hint: {visible(hint)}", err=True)
             continue
         results.append(_to_builtins(done))
         if not as_json:

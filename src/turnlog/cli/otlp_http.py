@@ -55,12 +55,11 @@ def traces_url(endpoint: str) -> Endpoint:
     )
     try:
         parts = urllib.parse.urlsplit(endpoint)
-        port = parts.port
+        parts.port  # noqa: B018  # a port that is not a number raises here
     except ValueError:
         raise bad from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise bad
-    del port
     if parts.username is not None or parts.password is not None:
         raise UsageError(
             f"--endpoint {shown_url(parts)} carries credentials in the URL",

@@ -34,6 +34,9 @@ def write_output(path: str, data: bytes, *, marker: bytes, what: str) -> None:
             hint="choose another file with -o (or -o - for stdout), or move that file away",
         )
     folder = os.path.dirname(os.path.abspath(path))
+    # The file keeps the mode it had, or gets the one `open` would give it
+    # (a temporary file is made private).
+    mode = stat.S_IMODE(found.st_mode) if found is not None else 0o666 & ~_umask()
     try:
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".turnlog-", suffix=".tmp")
     except OSError as exc:
@@ -43,6 +46,7 @@ def write_output(path: str, data: bytes, *, marker: bytes, what: str) -> None:
         ) from None
     try:
         with os.fdopen(fd, "wb") as out:
+            os.fchmod(out.fileno(), mode)
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
@@ -51,6 +55,12 @@ def write_output(path: str, data: bytes, *, marker: bytes, what: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def _ours(path: str, found: os.stat_result, marker: bytes) -> bool:

@@ -12,6 +12,7 @@ import msgspec
 from turnlog import events as ev
 from turnlog.cli._common import _events
 from turnlog.cli.otlp_http import parse_headers, send, traces_url
+from turnlog.cli.visible import visible
 from turnlog.errors import TurnlogError
 from turnlog.stores import Store
 
@@ -56,7 +57,8 @@ def send_repaired(
             send(url, msgspec.json.encode(request), headers)
         except TurnlogError as error:
             failures += 1
-            click.echo(f"error: trace of {item.session_id} not sent: {error.message}", err=True)
+            said = visible(f"trace of {item.session_id} not sent: {error.message}")
+            click.echo(f"error: {said}", err=True)
         else:
             click.echo(f"sent the trace of {item.session_id} to {url.shown}", err=True)
     return failures

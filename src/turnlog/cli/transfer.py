@@ -24,6 +24,7 @@ from turnlog.cli._common import (
     store_option,
 )
 from turnlog.cli.numbers import WholeNumber
+from turnlog.cli.visible import visible
 from turnlog.core.fold import Fold, Message
 from turnlog.core.recovery import patch_dangling_tool_calls
 from turnlog.errors import UsageError
@@ -361,6 +362,6 @@ def _copy_incomplete(error: CopyIncompleteError, *, as_json: bool) -> NoReturn:
                 "not_copied": error.not_copied,
             }
         )
-    click.echo(f"error: {error.message}", err=True)
-    click.echo(f"hint: {hint}", err=True)
+    click.echo(f"error: {visible(error.message)}", err=True)
+    click.echo(f"hint: {visible(hint)}", err=True)
     sys.exit(code)

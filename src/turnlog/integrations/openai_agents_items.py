@@ -91,7 +91,9 @@ class SessionView:
     handoffs: dict[str, str] = field(default_factory=dict)
     # The turn ends read (seq, whether recovery wrote it), in seq order: a
     # real result no batch holds is shown only in a turn a crash cut short.
-    recovered_ends: list[tuple[int, bool]] = field(default_factory=list)
+    # Ends this process writes later are not added: its own runs end live,
+    # and a crashed turn is recovered before a process reads the session.
+    turn_ends: list[tuple[int, bool]] = field(default_factory=list)
     # Whether the events written before this process opened the session are
     # read, and the seq after what that read (or the last reindex) covered.
     loaded: bool = False
@@ -181,7 +183,7 @@ class SessionView:
         # Ids the hooks recorded before this first read stay (they are newer).
         self.saved, self.legacy, self.seq_of = found.saved, found.legacy, found.seq_of | self.seq_of
         self.hidden, self.cleared_through = found.hidden, found.cleared_through
-        self.recovered_ends = found.recovered_ends
+        self.turn_ends = found.turn_ends
         self.unread = found.unread
         return True
 
@@ -225,7 +227,7 @@ class SessionView:
         elif isinstance(data, ev.ToolResult):
             self.seq_of[f"output:{data.call_id}"] = event.seq
         elif isinstance(data, ev.TurnEnd):
-            self.recovered_ends.append((event.seq, event.origin == Origin.RECOVERY))
+            self.turn_ends.append((event.seq, event.origin == Origin.RECOVERY))
 
 
 class _NotSkimmable(Exception):
@@ -324,7 +326,7 @@ class _Skimmed:
         ended = _decode_all(_ended_decoder, self.ended)
         if ended is None:
             raise _NotSkimmable
-        view.recovered_ends = [
+        view.turn_ends = [
             (seq, record.origin == Origin.RECOVERY)
             for (seq, _), record in zip(self.ended, ended, strict=True)
         ]
@@ -414,7 +416,7 @@ def _visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple
     firsts = [min(batch.covers, default=batch.seq) for batch in saved]
     first = min(firsts) if firsts else None
     uncovered = [m for m in messages if m.seq not in covered]
-    shown = _shown(uncovered, batches, first, view.recovered_ends) if uncovered else set()
+    shown = _shown(uncovered, batches, first, view.turn_ends) if uncovered else set()
     if not shown and first is not None and not view.legacy:
         return _saved_items(batches, view)
 
