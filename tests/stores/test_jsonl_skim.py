@@ -182,3 +182,25 @@ def test_an_empty_file_at_the_index_name_is_replaced(tmp_path: Path) -> None:
     index_path.write_bytes(b"")
     _skim(store)
     assert index_path.read_bytes().startswith(b'{"format":"turnlog skim index"')
+
+
+def test_a_fifo_at_the_index_name_is_neither_waited_on_nor_replaced(tmp_path: Path) -> None:
+    # Opening a FIFO to read waits for a writer: on the event loop's thread
+    # of a first `get_items`, forever. It is not an index, and not ours.
+    import stat
+    import threading
+
+    store = _store(tmp_path)
+    index_path = tmp_path / ("s1.jsonl" + INDEX_INFIX + INDEX)
+    os.mkfifo(index_path)
+    found: list[tuple[int | None, list[Record]]] = []
+    reader = threading.Thread(target=lambda: found.append(_skim(store)), daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # let the stuck reader go before failing
+        os.close(os.open(index_path, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("the skim waited on the FIFO at the index's name")
+    ((count, handed),) = found
+    assert count == len(CONTRACT_LOG)
+    assert [ev.decode_event(bytes(record)) for _, record in handed] == _wanted(store)
+    assert stat.S_ISFIFO(index_path.lstat().st_mode)

@@ -4,8 +4,10 @@ the index kept beside it, trusted while the bytes it was made from are unchanged
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import stat
 import zlib
 from typing import Final, Literal
 
@@ -181,10 +183,24 @@ def skim_indexed(
     return count
 
 
+def _open_regular(dir_fd: int, name: str) -> int:
+    """A descriptor on the regular file `name`, opened without waiting (a FIFO
+    put at an index's name would block a read on the event loop's thread
+    forever); OSError for anything else there."""
+    fd = os.open(name, os.O_RDONLY | O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_index(dir_fd: int, file_name: str, name: str) -> SkimIndex | None:
     """The index, or None if there is none or the file there is not one."""
     try:
-        fd = os.open(file_name + INDEX_INFIX + name, os.O_RDONLY | O_NOFOLLOW, dir_fd=dir_fd)
+        fd = _open_regular(dir_fd, file_name + INDEX_INFIX + name)
     except OSError:
         return None
     try:
@@ -233,7 +249,7 @@ def write_index(dir_fd: int, file_name: str, name: str, index: SkimIndex) -> Non
 def _ours_or_absent(dir_fd: int, target: str) -> bool:
     """No file at `target`, or a regular file turnlog wrote there (see `INDEX_OPEN`)."""
     try:
-        fd = os.open(target, os.O_RDONLY | O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        fd = _open_regular(dir_fd, target)
     except FileNotFoundError:
         return True
     except OSError:
