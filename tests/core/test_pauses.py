@@ -287,3 +287,22 @@ def test_an_approved_call_answered_without_a_dispatch_proves_nothing_of_others()
         log.assistant("", [ToolCall(id="c3", name="pay")])
     (owed,) = turnlog.verdict(store.read("s")).owed
     assert (owed.call_id, owed.rule) == ("c3", "R4")
+
+
+def test_a_pause_due_before_year_1000_is_stored_as_a_reader_reads_it() -> None:
+    store = MemoryStore()
+    paused_log(store, until="0999-06-01T00:00:00+00:00")
+    with turnlog.open(store, "s") as log:
+        (waiting,) = log.awaiting
+        assert waiting.until == "0999-06-01T00:00:00.000000Z"
+        assert [e.type for e in log.expire()] == ["tool_decision", "tool_result", "turn_end"]
+
+
+@pytest.mark.parametrize("max_age_s", [float("nan"), float("inf"), -5])
+def test_an_impossible_maximum_age_is_refused(max_age_s: float) -> None:
+    store = MemoryStore()
+    paused_log(store)
+    with turnlog.open(store, "s") as log:
+        with pytest.raises(UsageError, match="finite number of seconds"):
+            log.expire(max_age_s=max_age_s)
+        assert log.paused and len(log.awaiting) == 1

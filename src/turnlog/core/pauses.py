@@ -167,7 +167,13 @@ def timestamp(value: dt.datetime | str | None, what: str = "until") -> str | Non
             hint="pass an aware datetime (datetime.now(UTC) + timedelta(hours=1)) or an "
             "ISO 8601 string ending in Z or an offset",
         )
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    try:
+        utc = moment.astimezone(dt.UTC)
+    except OverflowError:
+        raise UsageError(f"{what} {value!r} is out of range in UTC") from None
+    # `isoformat` writes the year in four digits, as the reader needs it
+    # (`strftime`'s %Y writes year 999 as three, which no reader parses).
+    return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_time(value: str, what: str = "time") -> dt.datetime:

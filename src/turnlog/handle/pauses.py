@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 from turnlog import events as ev
 from turnlog.core.clock import utc_now
@@ -151,6 +152,11 @@ def expire(
     than `max_age_s`; every one, with `because`) as not run (A2), synced; the
     turn ends `expired` when nothing else in it waits. Returns what was
     written (empty: none expired)."""
+    if max_age_s is not None and not (math.isfinite(max_age_s) and max_age_s >= 0):
+        raise UsageError(
+            f"max_age_s must be a finite number of seconds, 0 or more, not {max_age_s!r}",
+            hint="pass how old an undecided pause may grow, e.g. 86400 for a day",
+        )
     with held.lock:
         turn = held.fold.open_turn
         if turn is None or not turn.waiting:
