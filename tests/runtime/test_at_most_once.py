@@ -203,3 +203,45 @@ def test_calls_guarded_from_threads_each_run_once(tmp_path: Path) -> None:
     assert sorted(runs) == sorted(c.id for c in calls)
     assert [a.content for a in again] == [a.content for a in first] == [c.id for c in calls]
     assert all(a.ran for a in first) and not any(a.ran for a in again)
+
+
+def test_a_second_guard_of_a_running_call_is_refused_and_the_body_result_kept(
+    tmp_path: Path,
+) -> None:
+    """Another thread (or the body itself) guarding the same call while its
+    body runs here: no crash made the dispatch unanswered, so no R1 is
+    written over the body, whose real result is what the log keeps."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    second: list[BaseException] = []
+
+    def body() -> str:
+        started.set()
+        release.wait(10)
+        try:  # the body guarding its own call
+            turnlog.at_most_once(log, CALL, lambda: "nested", idempotency="destructive")
+        except UsageError as exc:
+            second.append(exc)
+        return "charged"
+
+    with engine_session(JSONLStore(tmp_path)) as log:
+        first: list[Answer] = []
+        runner = threading.Thread(
+            target=lambda: first.append(
+                turnlog.at_most_once(log, CALL, body, idempotency="destructive")
+            )
+        )
+        runner.start()
+        assert started.wait(10)
+        with pytest.raises(UsageError, match="already running under at_most_once"):
+            turnlog.at_most_once(log, CALL, lambda: "again", idempotency="destructive")
+        release.set()
+        runner.join(10)
+        assert [a.content for a in first] == ["charged"] and first[0].ran
+        assert len(second) == 1
+        # Once the body returned, the call's recorded answer comes back.
+        again = turnlog.at_most_once(log, CALL, lambda: "again", idempotency="destructive")
+        assert (again.content, again.ran) == ("charged", False)
+        results = [e.data for e in log.store.iter_events("s1") if e.type == "tool_result"]
+        assert [(r.content, r.rule) for r in results] == [("charged", None)]  # type: ignore[union-attr]

@@ -62,6 +62,7 @@ class HandleState:
         "never_sync",
         "owed_sync",
         "replay",
+        "running_bodies",
         "session_id",
         "store",
         "subscribers",
@@ -97,6 +98,9 @@ class HandleState:
         # The turn this handle's `turn()` block (or `begin_turn`) opened.
         self.turn: Turn | None = None
         self.subscribers: list[Subscriber] = []
+        # The calls whose guarded body (`turnlog.at_most_once`) runs in this
+        # process now: their dispatch has no result yet, and no crash is why.
+        self.running_bodies: set[str] = set()
         # Reentrant: a dispatch block appends while holding it.
         self.lock = threading.RLock()
         # None, or, while an asyncio handle runs a write on its event loop's

@@ -123,25 +123,51 @@ class Start:
 
 
 def begin_once(
-    log: Log, call: ToolCall, idempotency: IdempotencyValue | None, rerun: bool = False
+    log: Log,
+    call: ToolCall,
+    idempotency: IdempotencyValue | None,
+    rerun: bool = False,
+    *,
+    runs_here: bool = False,
 ) -> Start:
     """The guard's first half, for a framework that runs the body itself (a
     tool hook): an answer to hand back in place of running it, or none, with
-    the dispatch durable: run the body and record its result."""
+    the dispatch durable: run the body and record its result. `runs_here`:
+    the caller runs the body in this process and calls `end_once` after it,
+    so a second guard of the call meanwhile is refused, not answered R1."""
     with log.lock:
         recorded = _recorded(log, call.id)
         if recorded is not None:
             return Start(recorded)
+        if call.id in log.held.running_bodies:
+            # Its dispatch has no result because the body runs now, here (in
+            # another thread, or this one): no crash, so no R1 over it.
+            raise UsageError(
+                f"call {call.id!r} is already running under at_most_once in this process",
+                hint="guard each call once: wait for the first to return, whose answer "
+                "a later guard of the same call then hands back",
+            )
         sighting = log.open_call(call.id)
         if sighting is not None and sighting.dispatch_seq is not None and not sighting.answered:
             # The dispatch is durable and nothing answered it: a worker died
             # inside the body, and the engine runs the step again.
             if rerun:
+                if runs_here:
+                    log.held.running_bodies.add(call.id)
                 return Start(None, Dispatch(log.held, call, sighting.dispatch_seq), rerun=True)
             result = crashed_call_result(sighting)
             log.append(result, origin=Origin.RECOVERY.value)
             return Start(_answer_of(result, ran=False, origin=Origin.RECOVERY.value))
-        return Start(None, log.begin_dispatch(call, idempotency=idempotency))
+        running = log.begin_dispatch(call, idempotency=idempotency)
+        if runs_here:
+            log.held.running_bodies.add(call.id)
+        return Start(None, running)
+
+
+def end_once(log: Log, call_id: str) -> None:
+    """The body `begin_once` let run has ended (returned, raised, or was cut off)."""
+    with log.lock:
+        log.held.running_bodies.discard(call_id)
 
 
 def _finish(running: Dispatch, start: Start, output: Any, error: Exception | None) -> Answer:
@@ -173,20 +199,23 @@ def at_most_once(
     (`turnlog.open(..., engine_run=...)`).
     """
     _check(call, idempotency, rerun)
-    start = begin_once(log, call, idempotency, rerun)
+    start = begin_once(log, call, idempotency, rerun, runs_here=True)
     if start.answer is not None:
         return start.answer
     running = start.running
     assert running is not None
     try:
-        output = body()
-    except Exception as exc:  # a failing tool is a result the model reads, not a crash
-        return _finish(running, start, None, exc)
-    except BaseException as exc:
-        # Interrupted or cancelled inside the body: it may have run (U1).
-        log.end_dispatch(running, exc)
-        raise
-    return _finish(running, start, output, None)
+        try:
+            output = body()
+        except Exception as exc:  # a failing tool is a result the model reads, not a crash
+            return _finish(running, start, None, exc)
+        except BaseException as exc:
+            # Interrupted or cancelled inside the body: it may have run (U1).
+            log.end_dispatch(running, exc)
+            raise
+        return _finish(running, start, output, None)
+    finally:
+        end_once(log, call.id)
 
 
 async def aat_most_once(
@@ -199,17 +228,20 @@ async def aat_most_once(
 ) -> Answer:
     """`at_most_once` for asyncio: `body` is awaited, the writes run off the loop."""
     _check(call, idempotency, rerun)
-    start = await log.call(begin_once, log.log, call, idempotency, rerun)
+    start = await log.call(begin_once, log.log, call, idempotency, rerun, runs_here=True)
     if start.answer is not None:
         return start.answer
     running = start.running
     assert running is not None
     try:
-        output = await body()
-    except Exception as exc:  # a failing tool is a result the model reads, not a crash
-        return await log.call(_finish, running, start, None, exc)
-    except BaseException as exc:
-        # Synchronous: a cancelled task may not get to await.
-        log.log.end_dispatch(running, exc)
-        raise
-    return await log.call(_finish, running, start, output, None)
+        try:
+            output = await body()
+        except Exception as exc:  # a failing tool is a result the model reads, not a crash
+            return await log.call(_finish, running, start, None, exc)
+        except BaseException as exc:
+            # Synchronous: a cancelled task may not get to await.
+            log.log.end_dispatch(running, exc)
+            raise
+        return await log.call(_finish, running, start, output, None)
+    finally:
+        end_once(log.log, call.id)
