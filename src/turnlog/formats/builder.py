@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from typing import Any
 
@@ -68,6 +69,25 @@ class Transcript(msgspec.Struct, kw_only=True):
     parent_session: str | None = None
 
 
+def foreign_time(value: object) -> str | None:
+    """A foreign line's time as an event's `ts`: an ISO 8601 string, kept as
+    written; anything else (a number, a list, text that is no time) is no
+    time the file proves, so none."""
+    if not isinstance(value, str):
+        return None
+    try:
+        dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value
+
+
+def foreign_id(value: object) -> str | None:
+    """A foreign record's id when it is a string: one that is not (a number,
+    a list) names nothing turnlog can match on."""
+    return value if isinstance(value, str) and value else None
+
+
 class Builder:
     """Builds a valid turnlog event sequence from foreign lines: turn and step
     boundaries where the foreign format implies them, results where it shows them."""
@@ -84,8 +104,8 @@ class Builder:
         self._steps = 0
         self.add(header, ts)
 
-    def add(self, data: ev.EventData, ts: str | None, origin: str | None = IMPORT) -> Event:
-        event = Event(seq=len(self.events), data=data, ts=ts, origin=origin)
+    def add(self, data: ev.EventData, ts: object, origin: str | None = IMPORT) -> Event:
+        event = Event(seq=len(self.events), data=data, ts=foreign_time(ts), origin=origin)
         self.events.append(event)
         self.fold.apply(event)
         return event

@@ -11,7 +11,7 @@ from turnlog.core.damage import Problem
 from turnlog.core.sniff import CLAUDE_CODE
 from turnlog.errors import InvalidSessionIdError, TurnlogError, UsageError
 from turnlog.events import ToolCall
-from turnlog.formats.builder import Builder, Call, Transcript
+from turnlog.formats.builder import Builder, Call, Transcript, foreign_id, foreign_time
 from turnlog.formats.claude_code_files import (
     agent_files as agent_files,
     agent_of as agent_of,
@@ -65,9 +65,9 @@ def _has_results(record: dict[str, Any]) -> bool:
     return any(b.get("type") == "tool_result" for b in _blocks(record.get("message")))
 
 
-def _response_id(record: dict[str, Any]) -> Any:
+def _response_id(record: dict[str, Any]) -> str | None:
     message = record.get("message")
-    return message.get("id") if isinstance(message, dict) else None
+    return foreign_id(message.get("id")) if isinstance(message, dict) else None
 
 
 def _main_chain(lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -219,7 +219,7 @@ def _header(
             meta[key] = first[key]
     return ev.Session(
         session_id=session_id,
-        created_at=first.get("timestamp"),
+        created_at=foreign_time(first.get("timestamp")),
         agent=ev.Agent(id=agent_id, type=CLAUDE_CODE if agent_id is None else "subagent"),
         spawned_by=spawned_by,
         meta=meta,
@@ -231,10 +231,10 @@ def _response_blocks(chain: list[dict[str, Any]]) -> dict[str, list[tuple[dict[s
     its blocks gathered once, in chain order, each with the line it is on."""
     responses: dict[str, list[tuple[dict[str, Any], Any]]] = {}
     for record in chain:
-        message = record.get("message")
-        if record.get("type") == "assistant" and isinstance(message, dict) and message.get("id"):
-            responses.setdefault(message["id"], []).extend(
-                (block, record.get("uuid")) for block in _blocks(message)
+        message_id = _response_id(record)
+        if record.get("type") == "assistant" and message_id is not None:
+            responses.setdefault(message_id, []).extend(
+                (block, record.get("uuid")) for block in _blocks(record.get("message"))
             )
     return responses
 
@@ -307,7 +307,7 @@ class _Session:
     def _assistant(self, record: dict[str, Any]) -> None:
         """An API response, written once (at its first line) with all its blocks."""
         message = record.get("message")
-        message_id = message.get("id") if isinstance(message, dict) else None
+        message_id = _response_id(record)
         if record.get("isApiErrorMessage") and _model(message) == SYNTHETIC_MODEL:
             # Claude Code's note of a failed request ("API Error: 400 ..."):
             # not the model's words, and not sent back to it.

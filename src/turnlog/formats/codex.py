@@ -11,7 +11,7 @@ from turnlog.core.damage import Problem
 from turnlog.core.sniff import CODEX
 from turnlog.errors import InvalidSessionIdError
 from turnlog.events import ToolCall
-from turnlog.formats.builder import Builder, Call, Transcript
+from turnlog.formats.builder import Builder, Call, Transcript, foreign_time
 from turnlog.formats.foreign import Parsed, parse, read_file
 from turnlog.stores.base import validate_session_id
 from turnlog.text import foreign_text
@@ -139,7 +139,7 @@ def _header(session_id: str, meta: dict[str, Any], first_ts: str | None) -> ev.S
     """The session header: the rollout's id, first time and the tool's own details."""
     return ev.Session(
         session_id=session_id,
-        created_at=first_ts,
+        created_at=foreign_time(first_ts),
         agent=ev.Agent(type=CODEX),
         meta={
             "source": CODEX,
