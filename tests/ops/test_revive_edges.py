@@ -218,6 +218,12 @@ def test_inspect_of_a_missing_session_on_the_command_line_gives_its_status(tmp_p
         assert "gone" in found["problems"][0]["message"]
 
 
+def test_inspect_of_a_missing_session_tells_a_person_no_such_file(tmp_path: Path) -> None:
+    code, out, err = cli("inspect", str(tmp_path / "gone.jsonl"))
+    assert code == 3 and out == "", out
+    assert "gone.jsonl: no such file" in err and "hint:" in err
+
+
 @pytest.mark.parametrize("cap", [float("nan"), -1, "3", True, 2.0])
 def test_a_revival_cap_that_is_not_a_whole_number_is_a_usage_error(
     tmp_path: Path, cap: object

@@ -295,7 +295,7 @@ def run_demo(console: Console, directory: str) -> Path:
 
     from turnlog.formats.timeline_html import timeline_html
 
-    _section(console, "6. turnlog show --html: the timeline as a page")
+    _section(console, "8. turnlog show --html: the timeline as a page")
     page_path = session_path.with_suffix(".html")
     events = turnlog.JSONLStore(session_path.parent).read(session_path.stem)
     page_path.write_text(timeline_html(session_path.stem, events))

@@ -120,8 +120,12 @@ def inspect_command(session: str, store_url: str | None, max_revivals: int, as_j
     try:
         store, session_id = resolve_session(session, store_url)
     except SessionNotFoundError:
-        # A missing session is a state to report, as the library reports it:
-        # status "unreadable", with what was not found.
+        # To a person, a session that is not there is "no such file" with a
+        # hint, as every command says it; to a program (--json), a state to
+        # report as the library reports it: status "unreadable", with what
+        # was not found.
+        if not as_json:
+            raise
         if session.endswith(".jsonl"):
             found = inspect(session, max_revivals=max_revivals)
         else:

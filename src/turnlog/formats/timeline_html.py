@@ -119,6 +119,11 @@ def _seconds_between(start: str | None, end: str | None) -> float | None:
         return None
 
 
+def _count(number: int, one: str, many: str) -> str:
+    """`1 turn`, `2 turns`: the number with the word that agrees with it."""
+    return f"{number:,} {one if number == 1 else many}"
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
@@ -427,6 +432,12 @@ class _Page:
         )
         return self._line(event, "result", body, extra)
 
+    def _counts(self) -> str:
+        events = _count(self.events, "event", "events")
+        turns = _count(self.turns, "turn", "turns")
+        repaired = _count(self.repaired, "call", "calls")
+        return f"{events} · {turns} · {repaired} answered by turnlog"
+
     def _span(self) -> str:
         if self.first_ts is None or self.last_ts is None:
             return ""
@@ -442,9 +453,8 @@ class _Page:
         )
         yield (
             f"<header><h1>{_esc(self.session_id)}</h1>"
-            f'<p class="summary">{self._span()}{self.events:,} events · {self.turns:,} turns · '
-            f"{self.repaired:,} calls answered by turnlog · "
-            f'<b data-needs-human="{self.human}">{self.human:,} need a human</b> '
+            f'<p class="summary">{self._span()}{self._counts()} · '
+            f'<b data-needs-human="{self.human}">{_count(self.human, "needs", "need")} a human</b> '
             "(outcome unknown)</p>"
             '<label><input type="checkbox" id="human"> only what needs a human</label> '
             '<input type="search" id="q" placeholder="search the session"> '
@@ -459,8 +469,7 @@ class _Page:
         yield (
             f'<section class="child" id="session-{session}" data-session="{session}">'
             f'<h2>subagent session {session}</h2><p class="summary">{self._span()}'
-            f"{self.events:,} events · {self.turns:,} turns · {self.repaired:,} calls "
-            f"answered by turnlog · {self.human:,} need a human</p>"
+            f"{self._counts()} · {_count(self.human, 'needs', 'need')} a human</p>"
         )
         yield from self.out
         yield "</section>"
