@@ -116,3 +116,15 @@ def test_sweep_expires_pauses_past_their_deadline_or_age(tmp_path: Path) -> None
     swept = {s["session_id"]: s for s in json.loads(out)["sessions"]}
     assert swept["young"]["action"] == "expired"
     assert turnlog.inspect(store, "young").status == "idle"
+
+
+def test_a_decision_on_a_call_already_decided_names_the_decision_and_who(tmp_path: Path) -> None:
+    _, path = store_with_a_pause(tmp_path)
+    code, _, err = run("reject", str(path), "c1", "--by", "alice")
+    assert code == 0, err
+    before = path.read_bytes()
+    for decision in ("approve", "reject"):
+        code, out, err = run(decision, str(path), "c1", "--by", "bob")
+        assert code == 2, out + err
+        assert "was already rejected by alice" in out + err, out + err
+    assert path.read_bytes() == before

@@ -17,7 +17,7 @@ from typing import Final
 import msgspec
 
 from turnlog import events as ev
-from turnlog.core.open_turn import CallSighting, OpenTurn
+from turnlog.core.open_turn import OpenTurn
 from turnlog.errors import UsageError
 from turnlog.events import Decision, Event, Origin, PauseKind, Risk, TurnEndReason
 
@@ -195,34 +195,6 @@ def _moment(value: str | None) -> dt.datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
-
-
-def decision_error(call: CallSighting | None, call_id: str, decision: str) -> UsageError | None:
-    """Why `decision` may not be recorded for `call_id` now, or None."""
-    if call is None:
-        return UsageError(
-            f"call {call_id!r} is not paused in the open turn",
-            hint="only a call paused with `log.pause(call_id)` (and not yet acted on) "
-            "takes a decision",
-        )
-    if call.decision is not None:
-        return UsageError(
-            f"call {call_id!r} was already {call.decision.decision}"
-            + (f" by {call.decision.by}" if call.decision.by else ""),
-            hint="a decision is final; resume the run to act on it",
-        )
-    assert call.pause is not None
-    kind = call.pause.kind
-    if decision in (Decision.REJECTED, Decision.EXPIRED):
-        return None
-    if decision != _ACTED_ON_BY.get(kind):
-        wanted = _ACTED_ON_BY.get(kind, "approved")
-        verb = "approve" if wanted == Decision.APPROVED else "deliver its result"
-        return UsageError(
-            f"call {call_id!r} waits for {_WAITED_FOR.get(kind, kind)}, so it is not {decision}",
-            hint=f"{verb}, or reject it",
-        )
-    return None
 
 
 # -- the rules' results -----------------------------------------------------

@@ -198,6 +198,14 @@ def _decision(fold: Fold, data: ev.ToolDecision, origin: str | None) -> UsageErr
             "deadline",
         )
     call = fold.waiting_call(data.call_id)
+    decided = fold.open_call(data.call_id) if call is None else None
+    if decided is not None and decided.decision is not None:
+        # Acted on already (a rejection answers its call in the same write).
+        by = f" by {decided.decision.by}" if decided.decision.by else ""
+        return WriteOrderError(
+            f"call {data.call_id!r} was already {decided.decision.decision}{by}",
+            hint="a decision is final; resume the run to act on it",
+        )
     if call is None:
         return WriteOrderError(
             f"decision for call {data.call_id!r}, which is not paused in the open turn",
