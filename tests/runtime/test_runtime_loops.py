@@ -45,7 +45,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
     return make_store(request.param, tmp_path)
 
 
-def drive(loop: str, store: Store, agent: AgentSpec, text: str = "go", **options: Any) -> Reply:
+def drive(
+    loop: str, store: Store, agent: AgentSpec, text: str | None = "go", **options: Any
+) -> Reply:
     """One turn of `agent` on session `s` with the sync or the asyncio loop."""
     if loop == "sync":
         with turnlog.open(store, "s") as log:
@@ -651,3 +653,21 @@ def test_a_second_close_waits_for_what_was_queued_before_the_first(any_store: St
         ev.UserMessage(content="queued before close")
     ]
     wait_until_released(store, "c", timeout_s=2.0)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_turn_with_no_input_on_a_finished_session_is_refused(loop: str, store: Store) -> None:
+    """Nothing for the model to answer: it would answer itself."""
+    answered: list[int] = []
+
+    def model(messages: Sequence[Message]) -> Reply:
+        answered.append(len(messages))
+        return Reply(content="done")
+
+    agent = AgentSpec(model=model, tools={})
+    drive(loop, store, agent, "hello")
+    before = events_of(store)
+    with pytest.raises(turnlog.UsageError, match="nothing to answer") as refused:
+        drive(loop, store, agent, None)
+    assert "what the user says next" in (refused.value.hint or "")
+    assert events_of(store) == before and answered == [1]

@@ -136,10 +136,24 @@ def undecided(log: Log) -> bool:
     return any(one.decision is None for one in log.awaiting)
 
 
-def refuse_input_while_paused(log: Log, user_text: Content | None) -> None:
-    if user_text is not None and (log.awaiting or log.paused):
+def check_turn_input(log: Log, user_text: Content | None, resume: bool) -> None:
+    """Refuse a turn that cannot start as asked: new words while the turn is
+    paused, or no words when the model has nothing to answer (its last
+    message was its final answer, and no child's report is on its way)."""
+    paused = bool(log.awaiting or log.paused)
+    if user_text is not None and paused:
         raise UsageError(
             "the session's turn is paused; a new message cannot start another turn",
             hint="decide its paused calls (`decisions=`, or `turnlog approve` / `turnlog "
             "reject`) and resume it with run_turn(..., resume=True) and no user_text",
         )
+    if user_text is None and not resume and not paused:
+        with log.lock:
+            fold = log.held.fold
+            idle = not fold.needs_response and not fold.reports_owed()
+        if idle:
+            raise UsageError(
+                "no user_text, and the model has nothing to answer: the session's last "
+                "message is its own final answer",
+                hint="pass what the user says next: run_turn(log, model, tools, \"...\")",
+            )

@@ -271,7 +271,7 @@ async def arun_turn(
     """
     timeout_s = check_deadline(timeout_s)
     sync_log = log.log
-    await log.call(approvals.refuse_input_while_paused, sync_log, user_text)
+    await log.call(approvals.check_turn_input, sync_log, user_text, resume)
     if log.awaiting or log.paused:
         resume = True
         if decisions:

@@ -254,7 +254,7 @@ def run_turn(
     writes nothing. Pauses past their deadline are settled first (A2).
     """
     timeout_s = check_deadline(timeout_s)
-    approvals.refuse_input_while_paused(log, user_text)
+    approvals.check_turn_input(log, user_text, resume)
     if log.awaiting or log.paused:
         resume = True
         if decisions:
