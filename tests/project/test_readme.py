@@ -17,10 +17,12 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     block = next(b for b in blocks if "log.dispatch" in b)
     monkeypatch.chdir(tmp_path)
-    exec(block, {"pay": lambda invoice: f"paid invoice {invoice}"})
+    exec(block, {})  # alone, as a reader runs it: the block defines its tool
     events = turnlog.JSONLStore(tmp_path / "sessions").read("run-1")
-    assert [e.type for e in events][-3:] == ["tool_result", "step_end", "turn_end"]
+    assert [e.type for e in events][-3:] == ["assistant_message", "step_end", "turn_end"]
     assert not turnlog.recovery.interrupted(events)
+    # The model read the tool's result and answered: nothing waits on it.
+    assert turnlog.inspect(tmp_path / "sessions", "run-1").status == "finished"
 
 
 REVIVAL = ROOT / "docs" / "revival.md"
@@ -75,23 +77,16 @@ def test_readme_framework_example_runs(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_readme_asyncio_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`async with turnlog.aopen(...)` as the README writes it."""
-    import asyncio
 
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     block = next(b for b in blocks if "turnlog.aopen" in b)
-    paid: list[int] = []
-
-    async def pay_async(invoice: int) -> str:
-        paid.append(invoice)
-        return f"paid invoice {invoice}"
-
-    namespace: dict[str, object] = {"pay_async": pay_async}
-    exec(block, namespace)
     monkeypatch.chdir(tmp_path)
-    asyncio.run(namespace["pay_invoice"]())  # type: ignore[operator]
+    exec(block, {"__name__": "__main__"})  # alone, as a reader runs it
     events = turnlog.JSONLStore(tmp_path / "sessions").read("run-2")
-    assert [e.type for e in events][-3:] == ["tool_result", "step_end", "turn_end"]
-    assert paid == [7]
+    assert [e.type for e in events][-3:] == ["assistant_message", "step_end", "turn_end"]
+    paid = [e.data.content for e in events if isinstance(e.data, turnlog.events.ToolResult)]
+    assert paid == ["paid invoice 7"]
+    assert turnlog.inspect(tmp_path / "sessions", "run-2").status == "finished"
     # Closed at the end of the block: the next writer gets the session.
     with turnlog.open(tmp_path / "sessions" / "run-2.jsonl") as log:
         assert log.verdict().open_turn is None
