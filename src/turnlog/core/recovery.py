@@ -186,10 +186,14 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.events)
 
 
-def plan_verdict(found: Verdict, *, pending: frozenset[str] = frozenset()) -> Plan:
+def plan_verdict(
+    found: Verdict, *, pending: frozenset[str] = frozenset(), ts: str | None = None
+) -> Plan:
     """The repair plan for a verdict (see `plan`). With `pending` (waits on
     subagents a tree revival brings back), only the other owed calls are
-    answered and the turn stays open."""
+    answered and the turn stays open. `ts`: when the repair is written (a
+    writer passes the time of the append, as every event has it); a plan
+    made without writing takes the last event's, so it stays pure."""
     if found.open_turn is None or found.paused:
         # A paused turn owes recovery nothing: its calls wait on decisions,
         # and its bytes are left as they are, even a step left open.
@@ -197,7 +201,7 @@ def plan_verdict(found: Verdict, *, pending: frozenset[str] = frozenset()) -> Pl
     repairs = _close_turn(
         found.open_turn,
         next_seq=found.next_seq,
-        ts=found.last_ts,
+        ts=ts if ts is not None else found.last_ts,
         origin=Origin.RECOVERY,
         reason=TurnEndReason.INTERRUPTED.value,
         pending=pending,

@@ -443,7 +443,7 @@ class Log:
         """
         held = self.held
         with held.lock:
-            repairs = plan_verdict(decide(held.fold), pending=frozenset(pending))
+            repairs = plan_verdict(decide(held.fold), pending=frozenset(pending), ts=utc_now())
             if repairs.events:
                 # Waits left pending stay owed on purpose: nothing to check yet.
                 checked = recovery_exports if not pending else _unchecked

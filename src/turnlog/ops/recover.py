@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from turnlog.core.clock import utc_now
 from turnlog.core.damage import TornTail
 from turnlog.core.fold import Fold
 from turnlog.core.pauses import Awaiting
@@ -38,7 +39,8 @@ def plan(events: Iterable[Event]) -> Plan:
     """The events that repair a crashed log, without writing anything.
 
     Pure and deterministic: the same events give the same repairs, byte for
-    byte; synthetic timestamps are the last real event's.
+    byte; synthetic timestamps are the last real event's (`recover` writes
+    them with the time of the repair).
     """
     refuse_a_path(events, function="turnlog.plan", instead="turnlog.plan_stored(PATH)")
     folder = Fold(events)
@@ -95,7 +97,7 @@ def recover(
     with store.writer(session_id, force=force, check="tail") as writer:
         tail = writer.tail or store.read_tail(session_id)
         found = tail.verdict()
-        repairs = plan_verdict(found)
+        repairs = plan_verdict(found, ts=utc_now())
         if repairs.events:
             with recovery_exports(store, session_id):
                 writer.append(list(repairs.events), expected_seq=repairs.events[0].seq, sync=True)

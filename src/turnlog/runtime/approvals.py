@@ -155,5 +155,5 @@ def check_turn_input(log: Log, user_text: Content | None, resume: bool) -> None:
             raise UsageError(
                 "no user_text, and the model has nothing to answer: the session's last "
                 "message is its own final answer",
-                hint="pass what the user says next: run_turn(log, model, tools, \"...\")",
+                hint='pass what the user says next: run_turn(log, model, tools, "...")',
             )
