@@ -90,3 +90,23 @@ def test_readme_asyncio_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     # Closed at the end of the block: the next writer gets the session.
     with turnlog.open(tmp_path / "sessions" / "run-2.jsonl") as log:
         assert log.verdict().open_turn is None
+
+
+API = ROOT / "docs" / "api.md"
+
+
+def test_reading_a_stored_session_runs_alone_as_written(tmp_path: Path) -> None:
+    """docs/api.md's block on reading a session's events, in a fresh folder
+    and a fresh interpreter, as a reader copies it."""
+    import subprocess
+    import sys
+
+    text = API.read_text()
+    block = re.search(r"<!-- reads: a stored session -->\n```python\n(.*?)```", text, re.S)
+    assert block is not None
+    (tmp_path / "read.py").write_text(block.group(1))
+    done = subprocess.run(
+        [sys.executable, "read.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == ["()", "[]"]
