@@ -721,6 +721,8 @@ def _rows(
     # a turn). The factor alone favours a side with a high fixed cost: the
     # target is on the slope, the factor is shown beside it.
     short_n, long_n = lengths[0], lengths[-1]
+    if short_n == long_n:
+        return rows  # one length (--lengths 100): no growth to measure
     for side, (label, _, _) in spec["sides"].items():
         short = statistics.median(r["turn_s"] for r in per[(side, short_n)]) * 1e3
         long = statistics.median(r["turn_s"] for r in per[(side, long_n)]) * 1e3
