@@ -338,6 +338,7 @@ def langgraph(mode: str, store: str, side: str, parallel: bool) -> None:
         [c["id"] for m in first for c in (getattr(m, "tool_calls", None) or [])],
         [m.tool_call_id for m in first if isinstance(m, ToolMessage)],
         first,
+        model_called=bool(seen),
     )
 
 
