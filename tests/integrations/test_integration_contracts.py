@@ -336,6 +336,37 @@ def test_openai_agents_hooks_compose_and_turnlog_dispatches_first(target: str) -
     assert turnlog.inspect(target, "w").status == "finished"
 
 
+def test_openai_agents_hooks_pass_a_handoff_on_by_keyword_as_the_sdk_does(target: str) -> None:
+    from agents import Agent, RunHooks, Runner, handoff, set_tracing_disabled
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from turnlog.integrations.openai_agents import TurnlogSession
+
+    set_tracing_disabled(True)
+    seen: list[tuple[str, str]] = []
+
+    class Mine(RunHooks[Any]):
+        # Keyword-only, as the SDK calls it: a positional pass-on would fail here.
+        async def on_handoff(self, *, context: Any, from_agent: Any, to_agent: Any) -> None:
+            seen.append((from_agent.name, to_agent.name))
+
+    shipper = Agent(name="shipper", model=ScriptedModel([[assistant_message("shipped")]]))
+    transfer = handoff(shipper)
+    desk = Agent(
+        name="desk",
+        model=ScriptedModel([[function_call(transfer.tool_name, {}, call_id="h1")]]),
+        handoffs=[transfer],
+    )
+
+    async def main() -> None:
+        async with TurnlogSession(target, "h") as session:
+            await Runner.run(desk, "Ship it", session=session, hooks=session.hooks_with(Mine()))
+
+    asyncio.run(main())
+    assert seen == [("desk", "shipper")]
+    assert turnlog.inspect(target, "h").status == "finished"
+
+
 # -- Google ADK -------------------------------------------------------------------------
 
 

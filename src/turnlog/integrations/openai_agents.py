@@ -508,8 +508,10 @@ class TurnlogHooks(RunHooks[Any]):
             await other.on_agent_start(context, agent)
 
     async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        # The SDK calls this hook by keyword, and hooks of its users (and its
+        # own tests) read the keywords, so they are passed on the same way.
         for other in self._others:
-            await other.on_handoff(context, from_agent, to_agent)
+            await other.on_handoff(context=context, from_agent=from_agent, to_agent=to_agent)
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         call_id = getattr(context, "tool_call_id", None)
