@@ -28,7 +28,7 @@ from temporalio.workflow import ActivityConfig
 with workflow.unsafe.imports_passed_through():
     from pydantic_engine_agent import Payer
     from temporal_launch import start_or_take_over
-    from turnlog.integrations.pydantic_ai_temporal import ACTIVITIES, TurnlogTemporalCapability
+    from turnlog.integrations.pydantic_ai.temporal import ACTIVITIES, TurnlogTemporalCapability
 
 STORE = os.environ["TURNLOG_ENGINE_TARGET"]
 WORK = Path(os.environ["TURNLOG_ENGINE_WORK"])

@@ -301,7 +301,7 @@ def test_without_the_plugin_a_confirmation_warns_and_nothing_is_paused(tmp_path:
 
     import adk_pause_program as program
     from turnlog.integrations.adk import TurnlogSessionService
-    from turnlog.integrations.adk_pauses import UnpluggedPauseWarning
+    from turnlog.integrations.adk.pauses import UnpluggedPauseWarning
 
     program.MODE[0] = "gate"
     program.LEDGER[:] = [tmp_path / "ledger.txt"]

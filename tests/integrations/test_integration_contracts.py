@@ -152,7 +152,7 @@ def test_langgraph_tool_metadata_declares_idempotency(target: str) -> None:
 def test_langgraph_thread_that_does_not_extend_the_log(target: str) -> None:
     from langchain_core.messages import HumanMessage
 
-    from turnlog.integrations import HistoryMismatchError, HistoryMismatchWarning
+    from turnlog.integrations.kit.history import HistoryMismatchError, HistoryMismatchWarning
     from turnlog.integrations.langgraph import TurnlogToolWrapper
 
     with turnlog.open(target, "t") as log:
@@ -263,7 +263,7 @@ def test_pydantic_ai_history_must_extend_the_log(tmp_path: Path) -> None:
     from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
     from pydantic_ai.models.function import FunctionModel
 
-    from turnlog.integrations import HistoryMismatchError, HistoryMismatchWarning
+    from turnlog.integrations.kit.history import HistoryMismatchError, HistoryMismatchWarning
     from turnlog.integrations.pydantic_ai import TurnlogCapability
 
     agent = Agent(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("ok")])))

@@ -672,7 +672,7 @@ def test_adk_service_lists_no_deleted_session_and_shares_app_and_user_state(
 
 
 def test_a_handle_past_the_revival_cap_warns_and_recovers(tmp_path: Path) -> None:
-    from turnlog.integrations import RevivalCapWarning
+    from turnlog.integrations.kit.runs import RevivalCapWarning
     from turnlog.integrations.pydantic_ai import TurnlogCapability
 
     def crash() -> None:

@@ -308,7 +308,7 @@ def test_the_history_check_takes_a_steps_results_in_any_order() -> None:
     import warnings as warnings_module
 
     import turnlog
-    from turnlog.integrations import HistoryMismatchWarning, check_history
+    from turnlog.integrations.kit.history import HistoryMismatchWarning, check_history
     from turnlog.stores import MemoryStore
 
     calls = [turnlog.ToolCall(id="a", name="t"), turnlog.ToolCall(id="b", name="t")]

@@ -21,7 +21,7 @@ from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from turnlog.integrations.openai_agents import TurnlogSession
-from turnlog.integrations.openai_agents_items import SessionView, plain_items, visible_items
+from turnlog.integrations.openai_agents.items import SessionView, plain_items, visible_items
 
 set_tracing_disabled(True)
 

@@ -18,8 +18,8 @@ from pydantic_ai.exceptions import ModelRetry, SkipToolExecution, ToolFailed
 
 from turnlog.events import EngineRun, IdempotencyValue, ToolCall
 from turnlog.handle.log import Log
-from turnlog.integrations import engine_run_id
-from turnlog.integrations.pydantic_ai_pauses import acting_on_approval
+from turnlog.integrations.kit.engines import engine_run_id
+from turnlog.integrations.pydantic_ai.pauses import acting_on_approval
 from turnlog.ops.open import open as open_log
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.runtime.at_most_once import begin_once

@@ -33,22 +33,14 @@ from turnlog.core.recovery import unwind_result
 from turnlog.errors import UsageError
 from turnlog.events import Origin, ToolCall
 from turnlog.handle.log import Log
-from turnlog.integrations import (
-    HistoryCheck,
-    acquire,
-    begin_step,
-    check_history,
-    check_history_mode,
-    check_idempotency_map,
-    end_turn,
-    langgraph_pauses,
-    refuse_interrupted,
-    release,
-    shared_state,
-    tool_idempotency,
-)
-from turnlog.integrations.answered import RecordedAnswer, answer_before_dispatch
-from turnlog.integrations.langgraph_resume import (
+from turnlog.integrations.kit.answered import RecordedAnswer, answer_before_dispatch
+from turnlog.integrations.kit.boundaries import begin_step, end_turn
+from turnlog.integrations.kit.handles import acquire, release, shared_state
+from turnlog.integrations.kit.history import HistoryCheck, check_history, check_history_mode
+from turnlog.integrations.kit.runs import refuse_interrupted
+from turnlog.integrations.kit.tool_calls import check_idempotency_map, tool_idempotency
+from turnlog.integrations.langgraph import pauses as langgraph_pauses
+from turnlog.integrations.langgraph.resume import (
     INJECTED,
     calls_of,
     notice_message,
@@ -118,7 +110,7 @@ class TurnlogToolWrapper:
     `history` checks that the thread is the log's transcript or extends it:
     `warn` (default), `strict` (raises) or `off`. `pauses` maps tool names to
     the pause their calls take before they run (`approval`, `input`,
-    `external`; see `turnlog.integrations.langgraph_pauses`).
+    `external`; see `turnlog.integrations.langgraph.pauses`).
     """
 
     def __init__(

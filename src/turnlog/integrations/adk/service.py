@@ -50,24 +50,11 @@ from turnlog.events import (
     ToolCall,
 )
 from turnlog.handle.log import Log
-from turnlog.integrations import (
-    acquire,
-    adk_pauses,
-    begin_step,
-    check_idempotency_map,
-    end_step_paused,
-    end_turn,
-    fail_run,
-    refuse_interrupted,
-    refuse_unfinished,
-    release,
-    shared_state,
-    tool_idempotency,
-)
-from turnlog.integrations.adk_calls import ToolCalls, delegated
-from turnlog.integrations.adk_events import ADK_EVENT, STAND_INS, timestamp_s
-from turnlog.integrations.adk_plugin import TurnlogPlugin, result_text
-from turnlog.integrations.adk_state import (
+from turnlog.integrations.adk import pauses as adk_pauses
+from turnlog.integrations.adk.calls import ToolCalls, delegated
+from turnlog.integrations.adk.events import ADK_EVENT, STAND_INS, timestamp_s
+from turnlog.integrations.adk.plugin import TurnlogPlugin, result_text
+from turnlog.integrations.adk.state import (
     DELETED,
     AdkHeader,
     AdkSessionExistsError,
@@ -83,6 +70,10 @@ from turnlog.integrations.adk_state import (
     session_from_log,
     shared_keys,
 )
+from turnlog.integrations.kit.boundaries import begin_step, end_step_paused, end_turn
+from turnlog.integrations.kit.handles import acquire, release, shared_state
+from turnlog.integrations.kit.runs import fail_run, refuse_interrupted, refuse_unfinished
+from turnlog.integrations.kit.tool_calls import check_idempotency_map, tool_idempotency
 from turnlog.stores import Store, open_store
 
 __all__ = [

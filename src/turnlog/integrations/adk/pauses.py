@@ -36,15 +36,10 @@ from turnlog import events as ev
 from turnlog.core.pauses import Awaiting, awaiting_call
 from turnlog.errors import TurnlogError
 from turnlog.handle.log import Log
-from turnlog.integrations import (
-    PAUSE_PROMPT_MAX,
-    begin_step,
-    call_prompt,
-    end_step_paused,
-    hold_call,
-)
-from turnlog.integrations.adk_plugin import result_text
-from turnlog.integrations.answered import recorded_answer
+from turnlog.integrations.adk.plugin import result_text
+from turnlog.integrations.kit.answered import recorded_answer
+from turnlog.integrations.kit.boundaries import begin_step, end_step_paused
+from turnlog.integrations.kit.pauses import PAUSE_PROMPT_MAX, call_prompt, hold_call
 from turnlog.text import foreign_text
 
 # ADK's name for the call that asks its client to confirm a tool call.

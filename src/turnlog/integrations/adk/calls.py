@@ -12,14 +12,10 @@ from turnlog import events as ev
 from turnlog.core.recovery import unwind_result
 from turnlog.events import Origin
 from turnlog.handle.log import Log
-from turnlog.integrations import (
-    AheadCall,
-    adk_pauses,
-    dispatch_ahead,
-    end_step_paused,
-    tool_idempotency,
-)
-from turnlog.integrations.answered import answer_before_dispatch
+from turnlog.integrations.adk import pauses as adk_pauses
+from turnlog.integrations.kit.answered import answer_before_dispatch
+from turnlog.integrations.kit.boundaries import end_step_paused
+from turnlog.integrations.kit.tool_calls import AheadCall, dispatch_ahead, tool_idempotency
 
 
 class ToolCalls:

@@ -12,8 +12,9 @@ from turnlog import events as ev
 from turnlog.core.pauses import Awaiting, awaiting_call
 from turnlog.events import ToolCall
 from turnlog.handle.log import Log
-from turnlog.integrations import begin_step, end_turn, fail_run
-from turnlog.integrations.openai_agents_items import SAVED_EVENT, SavedBatch, SessionView
+from turnlog.integrations.kit.boundaries import begin_step, end_turn
+from turnlog.integrations.kit.runs import fail_run
+from turnlog.integrations.openai_agents.items import SAVED_EVENT, SavedBatch, SessionView
 from turnlog.text import foreign_text
 
 

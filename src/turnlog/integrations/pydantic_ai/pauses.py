@@ -20,7 +20,8 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
 from turnlog.core.pauses import awaiting_call
 from turnlog.handle.log import Log
-from turnlog.integrations import begin_step, end_step_paused, hold_call
+from turnlog.integrations.kit.boundaries import begin_step, end_step_paused
+from turnlog.integrations.kit.pauses import hold_call
 from turnlog.text import foreign_text
 
 # Where the decision about a deferred call is kept until the run resumes.

@@ -23,7 +23,8 @@ from typing import Any, Final
 from turnlog.core.pauses import Awaiting, awaiting_call, check_kind
 from turnlog.errors import UsageError
 from turnlog.handle.log import Log
-from turnlog.integrations import begin_step, call_prompt, end_step_paused, hold_call
+from turnlog.integrations.kit.boundaries import begin_step, end_step_paused
+from turnlog.integrations.kit.pauses import call_prompt, hold_call
 from turnlog.text import foreign_text
 
 DECIDED_IN: Final = "the LangGraph checkpoint"

@@ -30,27 +30,20 @@ from turnlog.core.fold import Message
 from turnlog.errors import UsageError
 from turnlog.events import TokenUsage, ToolCall
 from turnlog.handle.log import Log
-from turnlog.integrations import (
+from turnlog.integrations.kit.answered import owed_here, recorded_answer
+from turnlog.integrations.kit.boundaries import begin_step, begin_turn_if_none, end_turn
+from turnlog.integrations.kit.engines import check_engine
+from turnlog.integrations.kit.handles import acquire, release
+from turnlog.integrations.kit.history import HistoryCheck, check_history, check_history_mode
+from turnlog.integrations.kit.runs import fail_run, refuse_interrupted, refuse_unfinished
+from turnlog.integrations.kit.tool_calls import (
     AheadCall,
-    HistoryCheck,
-    acquire,
-    begin_step,
-    begin_turn_if_none,
-    check_engine,
-    check_history,
-    check_history_mode,
     check_idempotency_map,
     dispatch_ahead,
-    end_turn,
-    fail_run,
-    refuse_interrupted,
-    refuse_unfinished,
-    release,
     tool_idempotency,
 )
-from turnlog.integrations.answered import owed_here, recorded_answer
-from turnlog.integrations.pydantic_ai_engines import open_for_run, output_once, tool_once
-from turnlog.integrations.pydantic_ai_pauses import (
+from turnlog.integrations.pydantic_ai.engines import open_for_run, output_once, tool_once
+from turnlog.integrations.pydantic_ai.pauses import (
     acting_on_approval,
     drop_pauses,
     pause_deferred,

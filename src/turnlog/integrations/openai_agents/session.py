@@ -37,28 +37,24 @@ from turnlog.errors import UsageError
 from turnlog.events import ToolCall
 from turnlog.handle.log import Log
 from turnlog.handle.opening import prepare_opening
-from turnlog.integrations import (
+from turnlog.integrations.kit.answered import owed_here, recorded_answer, refuse_answered
+from turnlog.integrations.kit.boundaries import begin_step, end_turn as end_turn
+from turnlog.integrations.kit.handles import acquire, release, shared_state
+from turnlog.integrations.kit.runs import fail_run, refuse_interrupted
+from turnlog.integrations.kit.tool_calls import (
     AheadCall,
-    acquire,
-    begin_step,
     check_idempotency_map,
     dispatch_ahead,
-    end_turn as end_turn,  # documented here; `end_run` uses it
-    fail_run,
-    refuse_interrupted,
-    release,
-    shared_state,
     tool_idempotency,
 )
-from turnlog.integrations.answered import owed_here, recorded_answer, refuse_answered
-from turnlog.integrations.openai_agents_items import (
+from turnlog.integrations.openai_agents.items import (
     CLEAR_EVENT,
     HIDE_EVENT,
     SessionView,
     plain_items,
     visible_items,
 )
-from turnlog.integrations.openai_agents_saving import (
+from turnlog.integrations.openai_agents.saving import (
     CALLS,
     DECIDED_IN,
     RunEndedUnseen,

@@ -20,8 +20,8 @@ from google.adk.sessions.state import State
 from turnlog import events as ev
 from turnlog.errors import SessionExistsError, SessionNotFoundError, TurnlogError
 from turnlog.handle.log import Log
-from turnlog.integrations import shared_state
-from turnlog.integrations.adk_events import ADK_EVENT, adk_events, timestamp_s
+from turnlog.integrations.adk.events import ADK_EVENT, adk_events, timestamp_s
+from turnlog.integrations.kit.handles import shared_state
 from turnlog.stores import Store
 from turnlog.stores.base import AGENTS_SUFFIX, validate_session_id
 

@@ -1,0 +1,1 @@
+"""What every framework adapter shares; it imports no framework."""
