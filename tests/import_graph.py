@@ -24,6 +24,7 @@ FLOORS: dict[str, int] = {
     "core": 3,
     "stores": 4,
     "providers": 4,
+    "exports": 4,
     "handle": 5,
     "ops": 6,
     "runtime": 7,

@@ -17,7 +17,7 @@ import turnlog
 from builders import crashed_turn, manager_tree
 from turnlog import ToolCall
 from turnlog.cli import main
-from turnlog.formats.otlp import trace_id
+from turnlog.exports.otlp import trace_id
 
 pytest.importorskip("opentelemetry.proto")
 

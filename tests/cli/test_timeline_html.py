@@ -273,7 +273,7 @@ def test_a_late_result_is_labelled_as_recorded_not_delivered(tmp_path: Path) -> 
 
 def test_the_counts_agree_with_their_numbers(tmp_path: Path) -> None:
     from builders import crashed_turn
-    from turnlog.formats.timeline_html import timeline_html
+    from turnlog.exports.timeline_html import timeline_html
 
     crashed_turn(tmp_path, recover=True)  # one turn, two calls answered, one may have run
     page = timeline_html("s1", turnlog.JSONLStore(tmp_path).read("s1"))

@@ -293,7 +293,7 @@ def run_demo(console: Console, directory: str) -> Path:
     deadline_path = session_path.with_name("deadline-" + session_path.name.removeprefix("demo-"))
     deadline_demo(console, deadline_path, Path(tempfile.mkdtemp(prefix="turnlog-demo-")))
 
-    from turnlog.formats.timeline_html import timeline_html
+    from turnlog.exports.timeline_html import timeline_html
 
     _section(console, "8. turnlog show --html: the timeline as a page")
     page_path = session_path.with_suffix(".html")

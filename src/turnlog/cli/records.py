@@ -28,7 +28,7 @@ from turnlog.stores import existing_store, resolve_session
 
 if TYPE_CHECKING:
     from turnlog.core.damage import Problem, TornTail
-    from turnlog.formats.timeline_html import Verdict
+    from turnlog.exports.timeline_html import Verdict
 
 
 @click.command("show")
@@ -173,9 +173,9 @@ def _foreign(
     path: str, kind: str, store_url: str | None
 ) -> tuple[str, list[ev.Event], list[Verdict]]:
     """A Claude Code or Codex file's events and doctor's verdicts, read only."""
+    from turnlog.exports.timeline_html import Verdict
     from turnlog.formats.repair_lines import owed_outputs
     from turnlog.formats.rescue import read_transcript
-    from turnlog.formats.timeline_html import Verdict
 
     if store_url is not None:
         raise UsageError(
@@ -236,7 +236,7 @@ def _write_html(
             "-o, --redact and --tree go with --html, and --html needs -o",
             hint=f"turnlog show {session_id} --html -o {session_id}.html (or -o - for stdout)",
         )
-    from turnlog.formats.timeline_html import timeline_html
+    from turnlog.exports.timeline_html import timeline_html
 
     page = timeline_html(
         session_id,
@@ -252,7 +252,7 @@ def _write_html(
         sys.stdout.flush()
         return
     from turnlog.cli.outputs import write_output
-    from turnlog.formats.timeline_html import PAGE_MARKER
+    from turnlog.exports.timeline_html import PAGE_MARKER
 
     write_output(output, page, marker=PAGE_MARKER, what="the page")
     click.echo(f"wrote {output} ({len(page):,} bytes): open it in a browser", err=True)

@@ -43,7 +43,7 @@ def send_repaired(
     """Send the trace of each session a sweep repaired; how many failed to
     send (each said on stderr, the others still sent)."""
     from turnlog import __version__
-    from turnlog.formats.otlp import trace_request
+    from turnlog.exports.otlp import trace_request
 
     url, headers = traces_url(endpoint), parse_headers(header_pairs)
     failures = 0
@@ -74,7 +74,7 @@ def export_trace(
     content: bool,
 ) -> None:
     from turnlog import __version__
-    from turnlog.formats.otlp import trace_request
+    from turnlog.exports.otlp import trace_request
 
     headers = parse_headers(header_pairs)
     url = traces_url(endpoint) if endpoint else None
