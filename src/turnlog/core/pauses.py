@@ -69,6 +69,18 @@ class Awaiting(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     decided_at: str | None = None
 
 
+def decision_fits(kind: str, decision: str) -> bool:
+    """Whether `decision` may settle a pause of `kind`: its kind's own
+    decision (approval: approved; external, input: delivered), or rejected."""
+    acted_on_by = _ACTED_ON_BY.get(kind, Decision.APPROVED.value)
+    return decision in (acted_on_by, Decision.REJECTED.value)
+
+
+def undecided(awaiting: tuple[Awaiting, ...]) -> bool:
+    """True while a paused call among `awaiting` has no decision yet."""
+    return any(one.decision is None for one in awaiting)
+
+
 def awaiting_call(awaiting: tuple[Awaiting, ...], call_id: str) -> Awaiting | None:
     """The pause of `call_id` among `awaiting` (a handle's `awaiting`), if any."""
     return next((one for one in awaiting if one.call_id == call_id), None)

@@ -8,6 +8,7 @@ from typing import Any, TypeAlias
 import msgspec
 
 from turnlog.core.fold import Message
+from turnlog.core.pauses import Awaiting, decision_fits, undecided as pauses_undecided
 from turnlog.errors import UsageError
 from turnlog.events import Content, Decision, PauseKind, ToolCall
 from turnlog.handle.log import Log
@@ -68,47 +69,69 @@ def split_step(
     return to_pause, to_run
 
 
-def record_decisions(log: Log, decisions: Mapping[str, DecisionInput]) -> None:
-    """Record each decision (checked against the log first: nothing is written
-    when one names a call that does not wait, or does not fit its pause)."""
-    waiting = {one.call_id: one for one in log.awaiting}
-    for call_id, decision in decisions.items():
-        one = waiting.get(call_id)
-        if one is None:
-            raise UsageError(
-                f"a decision for call {call_id!r}, which does not wait in the open turn",
-                hint="decide only calls the paused run lists (`reply.awaiting`, "
-                "`turnlog inspect`); a call decided before is not decided again",
-            )
-        if one.decision is not None:
-            raise UsageError(
-                f"call {call_id!r} was already {one.decision}",
-                hint="a decision is final; resume without it",
-            )
-        if not isinstance(decision, Approve | Reject | Deliver):
-            raise UsageError(
-                f"the decision for {call_id!r} is {decision!r}",
-                hint="pass turnlog.Approve(), turnlog.Reject(reason=...) or "
-                "turnlog.Deliver(content=...)",
-            )
-        fits = {
-            PauseKind.APPROVAL.value: (Approve, Reject),
-            PauseKind.EXTERNAL.value: (Deliver, Reject),
-            PauseKind.INPUT.value: (Deliver, Reject),
-        }.get(one.kind, (Approve, Reject))
-        if not isinstance(decision, fits):
-            raise UsageError(
-                f"call {call_id!r} waits for {one.kind}; {type(decision).__name__} does not "
-                "answer it",
-                hint="approve or reject an approval; deliver (or reject) an external or input call",
-            )
-    for call_id, decision in decisions.items():
-        if isinstance(decision, Approve):
-            log.approve(call_id, by=decision.by, reason=decision.reason)
-        elif isinstance(decision, Reject):
-            log.reject(call_id, by=decision.by, reason=decision.reason)
-        else:
-            log.deliver(call_id, decision.content, by=decision.by, is_error=decision.is_error)
+# The decision each input records, as the log names it.
+_DECISION_OF: dict[type, str] = {
+    Approve: Decision.APPROVED.value,
+    Reject: Decision.REJECTED.value,
+    Deliver: Decision.DELIVERED.value,
+}
+
+
+def record_decisions(
+    log: Log, decisions: Mapping[str, DecisionInput], *, keeper: str | None = None
+) -> None:
+    """Record each decision, all or nothing: every one is checked against the
+    log first (it names a call that waits undecided, and fits its pause), so a
+    bad one writes none. The one way decisions reach a log: the reference
+    loops' resumes and every framework's (`keeper` names where a framework
+    keeps them: its pauses are decided there only)."""
+    with log.lock:
+        waiting = {one.call_id: one for one in log.awaiting}
+        for call_id, decision in decisions.items():
+            _check_decision(waiting.get(call_id), call_id, decision)
+        for call_id, decision in decisions.items():
+            if isinstance(decision, Approve):
+                log.approve(call_id, by=decision.by, reason=decision.reason, keeper=keeper)
+            elif isinstance(decision, Reject):
+                log.reject(call_id, by=decision.by, reason=decision.reason, keeper=keeper)
+            else:
+                log.deliver(
+                    call_id,
+                    decision.content,
+                    by=decision.by,
+                    is_error=decision.is_error,
+                    keeper=keeper,
+                )
+
+
+def _check_decision(one: Awaiting | None, call_id: str, decision: object) -> None:
+    if one is None:
+        raise UsageError(
+            f"a decision for call {call_id!r}, which does not wait in the open turn",
+            hint="decide only calls the paused run lists (`reply.awaiting`, "
+            "`turnlog inspect`); a call decided before is not decided again",
+        )
+    if one.decision is not None:
+        raise UsageError(
+            f"call {call_id!r} was already {one.decision}",
+            hint="a decision is final; resume without it",
+        )
+    if not isinstance(decision, Approve | Reject | Deliver):
+        raise UsageError(
+            f"the decision for {call_id!r} is {decision!r}",
+            hint="pass turnlog.Approve(), turnlog.Reject(reason=...) or "
+            "turnlog.Deliver(content=...)",
+        )
+    if not decision_fits(one.kind, _DECISION_OF[type(decision)]):
+        raise UsageError(
+            f"call {call_id!r} waits for {one.kind}; {type(decision).__name__} does not answer it",
+            hint="approve or reject an approval; deliver (or reject) an external or input call",
+        )
+
+
+def fits(one: Awaiting, decision: DecisionInput) -> bool:
+    """Whether `decision` may settle the pause `one` (see `decision_fits`)."""
+    return decision_fits(one.kind, _DECISION_OF[type(decision)])
 
 
 def approved_calls(log: Log) -> list[ToolCall]:
@@ -133,7 +156,7 @@ def _asked(messages: Sequence[Message], call_ids: set[str]) -> list[ToolCall]:
 
 def undecided(log: Log) -> bool:
     """True while a paused call of the open turn has no decision yet."""
-    return any(one.decision is None for one in log.awaiting)
+    return pauses_undecided(log.awaiting)
 
 
 def check_turn_input(log: Log, user_text: Content | None, resume: bool) -> None:

@@ -40,6 +40,14 @@ from turnlog.integrations.adk.plugin import result_text
 from turnlog.integrations.kit.answered import recorded_answer
 from turnlog.integrations.kit.boundaries import begin_step, end_step_paused
 from turnlog.integrations.kit.pauses import PAUSE_PROMPT_MAX, call_prompt, hold_call
+from turnlog.runtime.approvals import (
+    Approve,
+    DecisionInput,
+    Deliver,
+    Reject,
+    fits,
+    record_decisions,
+)
 from turnlog.text import foreign_text
 
 # ADK's name for the call that asks its client to confirm a tool call.
@@ -137,7 +145,7 @@ def ask(log: Log, calls: list[Any]) -> None:
         end_step_paused(log)
 
 
-def record_decisions(
+def record_client_answers(
     log: Log, event: AdkEvent, targets: dict[str, str], consumed: set[str]
 ) -> None:
     """The client's function responses in a user event, recorded as the
@@ -153,7 +161,9 @@ def record_decisions(
         if part.function_response is not None and part.function_response.id is not None
     }
     with log.lock:
+        decisions: dict[str, DecisionInput] = {}
         for response_id, response in responses.items():
+            decision: DecisionInput
             if response.name == CONFIRM:
                 if response_id in consumed:
                     continue
@@ -161,19 +171,23 @@ def record_decisions(
                 # confirmation call.
                 pause = waiting(log, targets.get(response_id)) or waiting(log, response_id)
                 confirmation = _confirmation(response.response)
-                if pause is None or pause.decision is not None or confirmation is None:
+                if confirmation is None:
                     continue
                 if confirmation.confirmed:
                     reason = "confirmed in adk_request_confirmation" + _payload(confirmation)
-                    log.approve(pause.call_id, by=_BY, reason=reason, keeper=DECIDED_IN)
+                    decision = Approve(by=_BY, reason=reason)
                 else:
-                    reason = "declined in adk_request_confirmation"
-                    log.reject(pause.call_id, by=_BY, reason=reason, keeper=DECIDED_IN)
+                    decision = Reject(by=_BY, reason="declined in adk_request_confirmation")
+            else:
+                pause = waiting(log, response_id)
+                decision = Deliver(content=result_text(response.response), by=_BY)
+            # The first answer for a pause counts; one for a call that does
+            # not wait undecided, or that does not fit its pause, records nothing.
+            if pause is None or pause.decision is not None or pause.call_id in decisions:
                 continue
-            pause = waiting(log, response_id)
-            if pause is None or pause.decision is not None or pause.kind == "approval":
-                continue
-            log.deliver(pause.call_id, result_text(response.response), by=_BY, keeper=DECIDED_IN)
+            if fits(pause, decision):
+                decisions[pause.call_id] = decision
+        record_decisions(log, decisions, keeper=DECIDED_IN)
 
 
 def _confirmation(response: Any) -> ToolConfirmation | None:
@@ -256,10 +270,6 @@ def stand_ins(log: Log, event: AdkEvent) -> list[str]:
         if pause is not None and pause.decision is None:
             out.append(str(response.id))
     return out
-
-
-def undecided(log: Log) -> bool:
-    return any(one.decision is None for one in log.awaiting)
 
 
 def record_late(log: Log, responses: list[Any]) -> None:

@@ -74,6 +74,7 @@ from turnlog.integrations.kit.boundaries import begin_step, end_step_paused, end
 from turnlog.integrations.kit.handles import acquire, release, shared_state
 from turnlog.integrations.kit.runs import fail_run, refuse_interrupted, refuse_unfinished
 from turnlog.integrations.kit.tool_calls import check_idempotency_map, tool_idempotency
+from turnlog.runtime.approvals import undecided
 from turnlog.stores import Store, open_store
 
 __all__ = [
@@ -438,7 +439,7 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
                     )
             elif responses:
                 if event.author == "user":
-                    adk_pauses.record_decisions(log, event, targets, consumed)
+                    adk_pauses.record_client_answers(log, event, targets, consumed)
                     adk_pauses.record_late(log, responses)
                 stand_ins = adk_pauses.stand_ins(log, event)
                 if stand_ins:
@@ -467,7 +468,7 @@ class TurnlogSessionService(ToolCalls, BaseSessionService):
                 begin_step(log, open_step=not delegated(log, event))
                 log.assistant(text)
                 log.append(raw)
-                if adk_pauses.undecided(log):
+                if undecided(log):
                     # The model spoke while calls wait (a long-running tool's
                     # first reply, a body's request): the turn stays paused.
                     end_step_paused(log)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from turnlog import events as ev
 from turnlog.handle.log import Log
+from turnlog.runtime.approvals import undecided
 
 # The turn and step boundaries a framework's hooks imply, written the way the
 # reference loop writes them. Each runs under the handle's lock (the sync
@@ -39,12 +40,7 @@ def end_step_paused(log: Log) -> None:
     none is owed: the step stopped on that pause."""
     with log.lock:
         turn = log.open_turn
-        if (
-            turn is not None
-            and turn.open_step is not None
-            and not turn.owed
-            and any(one.decision is None for one in log.awaiting)
-        ):
+        if turn is not None and turn.open_step is not None and not turn.owed and undecided(log):
             log.append(ev.StepEnd(turn=turn.turn, step=turn.steps, outcome="paused"))
 
 

@@ -25,6 +25,7 @@ from turnlog.errors import UsageError
 from turnlog.handle.log import Log
 from turnlog.integrations.kit.boundaries import begin_step, end_step_paused
 from turnlog.integrations.kit.pauses import call_prompt, hold_call
+from turnlog.runtime.approvals import Approve, DecisionInput, Deliver, Reject, record_decisions
 from turnlog.text import foreign_text
 
 DECIDED_IN: Final = "the LangGraph checkpoint"
@@ -79,17 +80,15 @@ def act_on(log: Log, waiting: Awaiting, value: Any) -> bool:
         )
     with log.lock:
         begin_step(log, open_step=False)  # the paused turn resumes
-        if waiting.kind == "approval":
-            if value:
-                reason = "Command(resume=True)"
-                log.approve(waiting.call_id, by="langgraph", reason=reason, keeper=DECIDED_IN)
-                return True
-            reason = "declined with Command(resume=False)"
-            log.reject(waiting.call_id, by="langgraph", reason=reason, keeper=DECIDED_IN)
-            return False
-        content = foreign_text(value) or str(value)
-        log.deliver(waiting.call_id, content, by="langgraph", keeper=DECIDED_IN)
-        return False
+        decision: DecisionInput
+        if waiting.kind != "approval":
+            decision = Deliver(content=foreign_text(value) or str(value), by="langgraph")
+        elif value:
+            decision = Approve(by="langgraph", reason="Command(resume=True)")
+        else:
+            decision = Reject(by="langgraph", reason="declined with Command(resume=False)")
+        record_decisions(log, {waiting.call_id: decision}, keeper=DECIDED_IN)
+        return isinstance(decision, Approve)
 
 
 def resume_decided(log: Log) -> None:

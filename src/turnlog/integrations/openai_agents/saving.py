@@ -15,6 +15,7 @@ from turnlog.handle.log import Log
 from turnlog.integrations.kit.boundaries import begin_step, end_turn
 from turnlog.integrations.kit.runs import fail_run
 from turnlog.integrations.openai_agents.items import SAVED_EVENT, SavedBatch, SessionView
+from turnlog.runtime.approvals import Deliver, record_decisions, undecided
 from turnlog.text import foreign_text
 
 
@@ -109,8 +110,9 @@ def _answer_paused(log: Log, call_id: str, name: str | None, item: dict[str, Any
         )
         return log.append(answer, allow_undispatched=True).seq
     failed = item.get("status") == "failed"
-    written = log.deliver(call_id, content, by="openai-agents", is_error=failed, keeper=DECIDED_IN)
-    return written[-1].seq
+    delivered = Deliver(content=content, by="openai-agents", is_error=failed)
+    record_decisions(log, {call_id: delivered}, keeper=DECIDED_IN)
+    return log.next_seq - 1
 
 
 def agent_ended(log: Log, view: SessionView) -> bool:
@@ -118,7 +120,7 @@ def agent_ended(log: Log, view: SessionView) -> bool:
     has yet to save its answers to them (a rejection, under
     `stop_on_first_tool`, is saved after the run's end): that save ends it."""
     with log.lock:
-        if any(one.decision is None for one in log.awaiting):
+        if undecided(log):
             view.answer_due = True
             return False
         return end_run(log)
@@ -129,7 +131,7 @@ def drop_undecided(log: Log) -> None:
     without their decisions (it ran the approved ones detached, with no
     session), so they end as calls that may have run (A3)."""
     with log.lock:
-        if any(one.decision is None for one in log.awaiting):
+        if undecided(log):
             log.expire(
                 because="the run asked the model again without a decision for it",
                 keep_turn_open=True,
@@ -142,7 +144,7 @@ def end_run(log: Log) -> bool:
     or left it behind), so it is settled as one a run may have acted on
     unseen (A3) before the turn ends. True when the turn ended."""
     with log.lock:
-        if any(one.decision is None for one in log.awaiting):
+        if undecided(log):
             log.expire(
                 because="the run gave its final answer without saving one for it",
                 keep_turn_open=True,
@@ -223,7 +225,7 @@ def _say(log: Log, view: SessionView, item: dict[str, Any]) -> int:
     only at its final answer): it is closed first as a run that raised is
     (`fail_run`), so the new words start a turn of their own."""
     turn = log.open_turn
-    if turn is not None and any(one.decision is None for one in log.awaiting):
+    if turn is not None and undecided(log):
         # A new run while calls wait for approval: the SDK leaves them out of
         # what the model reads, and no RunState decision will come for them
         # (A3: a resume without the hooks may have run one unseen).

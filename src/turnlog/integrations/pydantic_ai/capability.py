@@ -47,7 +47,7 @@ from turnlog.integrations.pydantic_ai.pauses import (
     acting_on_approval,
     drop_pauses,
     pause_deferred,
-    record_decisions,
+    record_deferred_results,
 )
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.stores import Store
@@ -350,7 +350,7 @@ class TurnlogCapability(AbstractCapability[Any]):
         # paused calls are recorded before any of them acts.
         results = getattr(node, "deferred_tool_results", None)
         if results is not None:
-            await self.log.call_light(record_decisions, self.log.log, results)
+            await self.log.call_light(record_deferred_results, self.log.log, results)
         return node
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:

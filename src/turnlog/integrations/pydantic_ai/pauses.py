@@ -22,6 +22,7 @@ from turnlog.core.pauses import awaiting_call
 from turnlog.handle.log import Log
 from turnlog.integrations.kit.boundaries import begin_step, end_step_paused
 from turnlog.integrations.kit.pauses import hold_call
+from turnlog.runtime.approvals import Approve, DecisionInput, Deliver, Reject, record_decisions
 from turnlog.text import foreign_text
 
 # Where the decision about a deferred call is kept until the run resumes.
@@ -42,32 +43,33 @@ def pause_deferred(log: Log, requests: DeferredToolRequests) -> None:
         end_step_paused(log)
 
 
-def record_decisions(log: Log, results: DeferredToolResults) -> None:
+def record_deferred_results(log: Log, results: DeferredToolResults) -> None:
     """The resumed run's `deferred_tool_results`, recorded before anything
     acts on them: an approval (the tool then runs, dispatched first), a
     denial (A1: it never runs), an outside result (delivered). Nothing is
     written unless every undecided pause has its result: Pydantic AI refuses
     such a run itself, and the log must not hold half of its decisions."""
     with log.lock:
-        undecided = {one.call_id: one for one in log.awaiting if one.decision is None}
+        undecided = {one.call_id for one in log.awaiting if one.decision is None}
         if not undecided:
             return
         given = results.to_tool_call_results()
         if any(call_id not in given for call_id in undecided):
             return
+        decisions: dict[str, DecisionInput] = {}
         for call_id, result in given.items():
             if call_id not in undecided:
                 continue
             by = results.answered_by.get(call_id)
             if isinstance(result, ToolApproved):
-                reason = "approved in deferred_tool_results"
-                log.approve(call_id, by=by, reason=reason, keeper=DECIDED_IN)
+                decisions[call_id] = Approve(by=by, reason="approved in deferred_tool_results")
             elif isinstance(result, ToolDenied):
-                log.reject(call_id, by=by, reason=result.message, keeper=DECIDED_IN)
+                decisions[call_id] = Reject(by=by, reason=result.message)
             elif isinstance(result, ToolFailed | ModelRetry):
-                log.deliver(call_id, str(result), by=by, is_error=True, keeper=DECIDED_IN)
+                decisions[call_id] = Deliver(content=str(result), by=by, is_error=True)
             else:
-                log.deliver(call_id, _delivered_text(result), by=by, keeper=DECIDED_IN)
+                decisions[call_id] = Deliver(content=_delivered_text(result), by=by)
+        record_decisions(log, decisions, keeper=DECIDED_IN)
 
 
 def drop_pauses(log: Log) -> None:
