@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from turnlog import events as ev
-from turnlog.errors import CorruptLogError
+from turnlog.errors import CorruptLogError, TurnlogError
 from turnlog.events import Event
 from turnlog.stores import JSONLStore
 from turnlog.stores.jsonl.skimming import INDEX_INFIX, read_index
@@ -204,3 +204,35 @@ def test_a_fifo_at_the_index_name_is_neither_waited_on_nor_replaced(tmp_path: Pa
     assert count == len(CONTRACT_LOG)
     assert [ev.decode_event(bytes(record)) for _, record in handed] == _wanted(store)
     assert stat.S_ISFIFO(index_path.lstat().st_mode)
+
+
+def test_reading_records_where_the_skim_gives_up_is_the_careful_read(tmp_path: Path) -> None:
+    # `read_records` always answers: what the skim had handed over before it
+    # gave up is taken back, and the careful read then hands over the same
+    # records, or raises what it finds wrong (never a record passed over).
+    store = _store(tmp_path, CONTRACT_LOG[:5])
+    body = b'{"seq":5,"type":"x_note","data":[1,2,3]'
+    with (tmp_path / "s1.jsonl").open("ab") as f:
+        f.write(body + b',"crc":"%08x"}\n' % zlib.crc32(body))
+    kept: list[Record] = []
+    with pytest.raises(TurnlogError) as careful:
+        list(store.iter_events("s1"))
+    with pytest.raises(type(careful.value)):
+        store.read_records("s1", dict.fromkeys(ASKED, kept), index=None)
+    assert kept == []
+
+
+def test_reading_records_of_a_log_written_by_hand_answers_from_the_careful_read(
+    tmp_path: Path,
+) -> None:
+    # Lines with no checksum (a log written by hand) are not skimmed, and
+    # still read: the records are the events the careful read gives.
+    (tmp_path / "s1.jsonl").write_bytes(
+        b"".join(ev.encode_event(event) + b"\n" for event in CONTRACT_LOG)
+    )
+    store = JSONLStore(tmp_path)
+    assert _skim(store, index=None)[0] is None
+    kept: list[Record] = []
+    assert store.read_records("s1", dict.fromkeys(ASKED, kept)) == len(CONTRACT_LOG)
+    want = [event for event in store.read("s1") if event.type in ASKED]
+    assert [ev.decode_event(bytes(record)) for _, record in kept] == want

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import ClassVar, Final, Self
 
@@ -24,7 +24,7 @@ from turnlog.errors import (
 )
 from turnlog.events import Event
 from turnlog.stores import holders
-from turnlog.stores.skim import SkimHandlers
+from turnlog.stores.skim import Record, SkimHandlers
 
 # Portable on every filesystem and safe as a file name: no separators, no
 # leading dot (hidden files, `..`), bounded length.
@@ -258,7 +258,7 @@ class StoreWriter(abc.ABC):
     #: True when an append that is not synced may wait on I/O (a database's
     #: round trip); False when it only hands bytes to memory (the OS page
     #: cache, a list) and a sync is a call of its own. An asyncio handle then
-    #: runs such appends on the event loop's thread (`turnlog.async_log`).
+    #: runs such appends on the event loop's thread (`turnlog.handle.async_log`).
     unsynced_append_waits: ClassVar[bool] = True
 
     def __init__(self, *, tail: Tail | None = None) -> None:
@@ -463,6 +463,41 @@ class Store(abc.ABC):
         it was made from matches, and only the records past it are checked
         one by one. Only the session's writer passes one."""
         return None
+
+    def read_records(
+        self, session_id: str, into: Mapping[str, list[Record]], *, index: str | None = None
+    ) -> int:
+        """Append each record of the types `into` names to its list, oldest
+        first, and return the session's next seq. Always answers: a skim
+        (`skim`) where the store can, else the careful read (`iter_events`),
+        which raises on damage and says what is wrong. A reader calls this,
+        never `skim`: it need not know whether a store skims.
+
+        Lists shared by several types get them interleaved in seq order. What
+        a skim that gave up had appended is taken back before the careful
+        read, and all of it when the read raises."""
+        lists = {id(kept): (kept, len(kept)) for kept in into.values()}
+
+        def take_back() -> None:
+            for kept, length in lists.values():
+                del kept[length:]
+
+        handlers = {name: kept.append for name, kept in into.items()}
+        try:
+            count = self.skim(session_id, handlers, index=index)
+            if count is not None:
+                return count
+            take_back()
+            count = 0
+            for event in self.iter_events(session_id):
+                asked = into.get(event.type)
+                if asked is not None:
+                    asked.append((event.seq, ev.encode_event(event)))
+                count = event.seq + 1
+            return count
+        except BaseException:
+            take_back()  # the lists hold all of a session's records, or none
+            raise
 
     def iter_newest_first(self, session_id: str) -> Iterator[Event]:
         """Events newest first. Stores override this to read backwards lazily."""

@@ -161,6 +161,25 @@ class WholeSessionContract(ContractBase):
             assert [seq for seq, _ in got] == [event.seq for event in want]
             assert [ev.decode_event(record) for _, record in got] == want
 
+    def test_reading_records_always_answers_what_a_read_holds(self, store: Store) -> None:
+        # `read_records` is what readers call: a skim where the store can,
+        # else the careful read; either way the records of the asked-for
+        # types in seq order (a list shared by two types gets both), each
+        # decoding to the event a read gives, and the session's next seq.
+        self.populate(store)
+        events = store.read("s1")
+        shared: list[tuple[int, bytes | memoryview]] = []
+        ended: list[tuple[int, bytes | memoryview]] = []
+        into = {"user_message": shared, "tool_result": shared, "turn_end": ended}
+        for index in (None, "contract"):
+            shared.clear()
+            ended.clear()
+            assert store.read_records("s1", into, index=index) == len(events)
+            for kept, types in ((shared, ("user_message", "tool_result")), (ended, ("turn_end",))):
+                want = [event for event in events if event.type in types]
+                assert [seq for seq, _ in kept] == [event.seq for event in want]
+                assert [ev.decode_event(bytes(record)) for _, record in kept] == want
+
     def test_a_foreign_file_is_refused_and_left_as_it_was(self, tmp_path: Path) -> None:
         made = self.make_foreign(tmp_path)
         if made is None:

@@ -14,7 +14,7 @@ import msgspec
 from turnlog import events as ev
 from turnlog.core.fold import TRANSCRIPT_TYPES
 from turnlog.core.state import Message
-from turnlog.errors import TurnlogError, UnreadableRecordError
+from turnlog.errors import UnreadableRecordError
 from turnlog.events import Origin
 from turnlog.handle.bulk import collector_paused
 from turnlog.handle.log import Log
@@ -142,10 +142,10 @@ class SessionView:
         self.unread = None
 
     def load(self, log: Log) -> None:
-        """Read the session's own events the log holds. A skim when it can
-        (`skim`); otherwise in the same pass that reads its transcript when
-        that is not read yet (a session opened per request then reads its log
-        once, not twice)."""
+        """Read the session's own events the log holds: from its records
+        (`skim`), or in the same pass that reads its transcript when the
+        transcript is needed anyway (a session opened per request then reads
+        its log once, not twice)."""
         with log.lock:
             if self.loaded:
                 return
@@ -158,22 +158,17 @@ class SessionView:
             self.read_to = log.next_seq
 
     def skim(self, log: Log) -> bool:
-        """Load from a skim of the log (`Store.skim`), which decodes only the
-        events this view keeps, and leave the transcript unread. True if it
-        did; False, with nothing changed, when the store cannot skim, or when
-        an older message than the handle's transcript holds is not among
-        the saved batches' (`visible_items` would need it: the caller reads
-        the whole log instead)."""
+        """Load from the records of the types this view keeps
+        (`Store.read_records`: a skim where the store can, decoding only
+        these), and leave the transcript unread. True if it did; False, with
+        nothing changed, when the transcript is needed anyway: a compaction,
+        or an older message than the handle's transcript holds that is not
+        among the saved batches' (`visible_items` would need it)."""
         found = SessionView()
         skimmed = _Skimmed(found)
-        try:
-            with collector_paused():
-                count = log.store.skim(log.session_id, skimmed.handlers(), index=SKIM_INDEX)
-                if count is None or count != log.next_seq:
-                    return False
-                skimmed.finish()
-        except _NotSkimmable:
-            return False
+        with collector_paused():
+            log.store.read_records(log.session_id, skimmed.into(), index=SKIM_INDEX)
+            skimmed.finish()
         start, _ = log.transcript_held()
         covered = _covered(found.saved)
         if skimmed.compactions or any(seq < start and seq not in covered for seq in skimmed.said()):
@@ -230,10 +225,6 @@ class SessionView:
             self.turn_ends.append((event.seq, event.origin == Origin.RECOVERY))
 
 
-class _NotSkimmable(Exception):
-    """A record a skim handed over is not in the shape its decoder takes."""
-
-
 class _SavedData(msgspec.Struct):
     items: msgspec.Raw
     covers: list[int]
@@ -287,23 +278,21 @@ class _Skimmed:
         self.said_else: list[Record] = []
         self.compactions: list[Record] = []
         self.ended: list[Record] = []
+        # The view's own small events (hides, clears, old items), decoded whole.
+        self.own: list[Record] = []
 
-    def handlers(self) -> dict[str, RecordHandler]:
-        view = self.view
-
-        def on_own(record: Record) -> None:
-            view.see(_decoded(record[1]))
-
-        handlers: dict[str, RecordHandler] = dict.fromkeys(TRANSCRIPT_TYPES, self.said_else.append)
-        handlers |= {
-            "assistant_message": self.asked.append,
-            "tool_result": self.answered.append,
-            "compaction": self.compactions.append,
-            "turn_end": self.ended.append,
+    def into(self) -> dict[str, list[Record]]:
+        """The list each type's records go to (`Store.read_records`)."""
+        into: dict[str, list[Record]] = dict.fromkeys(TRANSCRIPT_TYPES, self.said_else)
+        into |= {
+            "assistant_message": self.asked,
+            "tool_result": self.answered,
+            "compaction": self.compactions,
+            "turn_end": self.ended,
+            SAVED_EVENT: self.saved,
         }
-        handlers |= dict.fromkeys((SAVED_EVENT,), self.saved.append)
-        handlers |= dict.fromkeys((HIDE_EVENT, CLEAR_EVENT, ITEM_EVENT), on_own)
-        return handlers
+        into |= dict.fromkeys((HIDE_EVENT, CLEAR_EVENT, ITEM_EVENT), self.own)
+        return into
 
     def said(self) -> Iterator[int]:
         """The seqs of the transcript's messages."""
@@ -314,10 +303,12 @@ class _Skimmed:
     def finish(self) -> None:
         """Decode what was handed over into the view (what `see` keeps)."""
         view = self.view
+        for _, record in self.own:
+            view.see(ev.decode_event(bytes(record)))
         batches = _decode_all(_saved_decoder, self.saved)
         if batches is None:
             for _, record in self.saved:  # an odd batch: the careful decode words it
-                view.see(_decoded(record))
+                view.see(ev.decode_event(bytes(record)))
         else:
             view.saved = [
                 SavedBatch(seq, batch.data.items, frozenset(batch.data.covers))
@@ -325,11 +316,13 @@ class _Skimmed:
             ]
         ended = _decode_all(_ended_decoder, self.ended)
         if ended is None:
-            raise _NotSkimmable
-        view.turn_ends = [
-            (seq, record.origin == Origin.RECOVERY)
-            for (seq, _), record in zip(self.ended, ended, strict=True)
-        ]
+            for _, record in self.ended:  # the careful decode words an odd one
+                view.see(ev.decode_event(bytes(record)))
+        else:
+            view.turn_ends = [
+                (seq, record.origin == Origin.RECOVERY)
+                for (seq, _), record in zip(self.ended, ended, strict=True)
+            ]
         # The ids `seq_of` needs stay in their records until asked for
         # (`SessionView.recorded`): most runs ask only for new ones.
         view.unread = (
@@ -364,15 +357,8 @@ def _skipped(record: Record) -> None:
 
 # What `reindex` hands over: nothing kept, the same types as `load` asks for.
 _REINDEX_HANDLERS: dict[str, RecordHandler] = dict.fromkeys(
-    _Skimmed(SessionView()).handlers(), _skipped
+    _Skimmed(SessionView()).into(), _skipped
 )
-
-
-def _decoded(record: bytes | memoryview) -> ev.Event:
-    try:
-        return ev.decode_event(bytes(record))
-    except TurnlogError:
-        raise _NotSkimmable from None
 
 
 def visible_items(messages: Sequence[Message], view: SessionView) -> list[tuple[Key, Any]]:
