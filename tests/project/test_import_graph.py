@@ -96,3 +96,18 @@ def test_no_modules_import_each_other() -> None:
     # At any depth of their code, type-only imports included: a circle of
     # modules is one concept spread over files, or two tangled.
     assert module_cycles() == []
+
+
+# A bench file is read to check a claim: one that grows past this is split
+# by what it measures.
+MAX_BENCH_LINES = 650
+
+
+def test_every_bench_file_stays_small() -> None:
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    too_long = [
+        f"{path.name}: {n} lines"
+        for path in sorted(bench.glob("*.py"))
+        if (n := len(path.read_text().splitlines())) > MAX_BENCH_LINES
+    ]
+    assert not too_long, too_long

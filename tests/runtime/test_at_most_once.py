@@ -124,6 +124,18 @@ def test_a_replay_that_writes_otherwise_is_refused_and_writes_nothing(tmp_path: 
     assert list(store.iter_events("s1")) == before
 
 
+def test_a_handle_replaying_its_engine_run_is_not_crashed(tmp_path: Path) -> None:
+    store = JSONLStore(tmp_path)
+    engine_session(store).close()
+    before = list(store.iter_events("s1"))
+    with turnlog.open(store, "s1", engine_run=RUN) as log:
+        assert not log.crashed  # the run's own turn, replayed
+        log.begin_turn()
+        log.user("charge")  # met again, not written twice
+        assert not log.crashed
+    assert list(store.iter_events("s1")) == before
+
+
 def test_a_session_an_engine_owns_is_left_to_it(tmp_path: Path) -> None:
     store = JSONLStore(tmp_path)
     engine_session(store).close()

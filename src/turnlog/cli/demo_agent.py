@@ -198,7 +198,7 @@ def _kill_when_in_flight(args: list[str]) -> int:
         if line.strip() != IN_FLIGHT:
             raise turnlog.TurnlogError(
                 "the demo agent stopped before its payment was in flight",
-                hint=f"run `python -m turnlog.demo {' '.join(args)}` to see its output",
+                hint=f"run `python -m turnlog.cli.demo_agent {' '.join(args)}` to see its output",
             )
         os.kill(child.pid, signal.SIGKILL)
     finally:
@@ -408,5 +408,5 @@ if __name__ == "__main__":
     if tree:
         arguments = arguments[1:]
     if len(arguments) != 2:
-        sys.exit("usage: python -m turnlog.demo [--tree] SESSION_FILE WORKSPACE_DIR")
+        sys.exit("usage: python -m turnlog.cli.demo_agent [--tree] SESSION_FILE WORKSPACE_DIR")
     (run_tree_agent if tree else run_agent)(Path(arguments[0]), Path(arguments[1]))

@@ -6,7 +6,7 @@ import collections
 import datetime as dt
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -115,7 +115,10 @@ def show_command(
         store, session_id = resolve_session(session, store_url)
         read = _events(store, session_id)
         if tree:
-            children = [(child, _events(store, child)) for child in _descendants(store, session_id)]
+            from turnlog.ops.tree import descendants
+
+            below = descendants(store, session_id)[1:]  # the one bounded walk
+            children = [(child, _events(store, child)) for child in below]
     events = _selected(read, turn=turn, since=_instant(since), tail=tail)
     if as_html or output is not None or redact or tree:
         torn_tail: TornTail | None = None
@@ -158,15 +161,6 @@ def show_command(
                 "turn open, paused: every decision is recorded; the run resumes it",
                 style="bold yellow",
             )
-
-
-def _descendants(store: Any, session_id: str) -> list[str]:
-    """Every subagent session under `session_id`, depth first."""
-    found: list[str] = []
-    for child in store.children(session_id):
-        found.append(child)
-        found.extend(_descendants(store, child))
-    return found
 
 
 def _foreign(

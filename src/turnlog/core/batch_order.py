@@ -14,7 +14,7 @@ def check_batch(
     fold: Fold, items: Sequence[EventData], origin: str | None, allow_undispatched: bool
 ) -> None:
     """Refuse a batch any item of which breaks the write order (see
-    `turnlog.write_order`), before anything is written. Later items are
+    `turnlog.core.write_order`), before anything is written. Later items are
     checked against the state the earlier ones leave, on a scratch fold."""
     later = any(type(data) in CHECKED_TYPES for data in items[1:])
     if not later:

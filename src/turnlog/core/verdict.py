@@ -139,7 +139,7 @@ def waits_of(turn: OpenTurn | None) -> tuple[Wait, ...]:
         ):
             # A background spawn is answered by its acknowledgement, never by
             # the child: recovery settles it like any other call, and the
-            # child's report is delivered on its own (`turnlog.background`).
+            # child's report is delivered on its own (`turnlog.runtime.background`).
             continue
         join = call.dispatch.join if call.dispatch is not None else None
         agent_id = join or (spawn.agent_id if spawn is not None else None)

@@ -1,8 +1,8 @@
 """The `with` blocks of a writer handle: a turn, a step, a dispatch, each closed honestly.
 
 They are plain classes rather than generator-based context managers, and
-call the rules in `turnlog.turns` and `turnlog.dispatch` directly rather than
-through `Log`'s halves: a reference turn enters five of them, and a
+call the rules in `turnlog.handle.turns` and `turnlog.handle.dispatch`
+directly rather than through `Log`'s halves: a reference turn enters five of them, and a
 generator's set-up and teardown cost more than the appends' own checks.
 """
 

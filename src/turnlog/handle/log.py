@@ -110,8 +110,11 @@ class Log:
     @property
     def crashed(self) -> bool:
         """True while the handle holds a turn a crashed process left open:
-        every write but recovery's is refused until `recover()` runs."""
-        return self.held.crashed
+        every write but recovery's is refused until `recover()` runs. False
+        while an engine run is replayed: its turn is the run's own, and the
+        handle's flag then only routes the replayed writes off the hot path."""
+        held = self.held
+        return held.crashed and held.replay is None
 
     def read_transcript(self, observe: Callable[[Event], None] | None = None) -> bool:
         """Read the whole log now unless it is read already, showing each event
@@ -218,7 +221,7 @@ class Log:
         """Append one payload; returns the stored event. `sync` overrides the mode.
 
         An append that breaks the write order is refused with `WriteOrderError`
-        and writes nothing (see `turnlog.write_order`): a `ToolResult` must
+        and writes nothing (see `turnlog.core.write_order`): a `ToolResult` must
         answer a call the open turn dispatched, unless `allow_undispatched`
         says its dispatch is unknown (an import).
         """
@@ -268,8 +271,8 @@ class Log:
         return TurnBlock(self.held, resume)
 
     # The halves of `turn`, `step` and `dispatch`, shared with the asyncio
-    # twin (`turnlog.aio`), which runs them on its writer thread. Their rules
-    # live in `turnlog.turns` and `turnlog.dispatch`.
+    # twin (`turnlog.handle.async_log`), which runs them on its writer thread. Their rules
+    # live in `turnlog.handle.turns` and `turnlog.handle.dispatch`.
 
     def begin_turn(self, *, resume: bool = False) -> Turn:
         return turns.begin_turn(self.held, resume=resume)

@@ -65,7 +65,7 @@ def descendants(store: Store, session_id: str) -> list[str]:
         if len(out) > MAX_TREE_SESSIONS:
             raise LimitExceededError(
                 f"session {session_id!r} has over {MAX_TREE_SESSIONS} sessions below it",
-                hint="revive the subtrees one by one",
+                hint="name a subagent's session to work on its subtree alone",
             )
     return out
 

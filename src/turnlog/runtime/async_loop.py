@@ -1,7 +1,8 @@
 """The asyncio API: the async reference loop (`arun_turn`), and the names of its parts.
 
-The handle (`AsyncLog`, `aopen`) lives in `turnlog.async_log`, the background
-children's tasks in `turnlog.async_background`; both are imported from here too.
+The handle (`AsyncLog`) lives in `turnlog.handle.async_log` and `aopen` in
+`turnlog.ops.open`, the background children's tasks in
+`turnlog.runtime.async_background`; all are imported from here too.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """A reference agent loop that writes events in the order recovery relies on.
 
 Its parts shared with the asyncio twin (`turnlog.aio`) have modules of their
-own: `turnlog.agents` (tools and specs), `turnlog.subagents` (children and
-joins), `turnlog.tool_calls` (one call's dispatch and result); their names
-are imported from here too.
+own: `turnlog.runtime.agents` (tools and specs), `turnlog.runtime.subagents`
+(children and joins), `turnlog.runtime.tool_calls` (one call's dispatch and
+result); their names are imported from here too.
 """
 
 from __future__ import annotations
