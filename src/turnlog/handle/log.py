@@ -8,7 +8,6 @@ import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
 
 from turnlog import events as ev
 from turnlog.core.clock import utc_now
@@ -25,7 +24,7 @@ from turnlog.handle import pauses, turns
 from turnlog.handle.blocks import DispatchBlock, StepBlock, TurnBlock
 from turnlog.handle.dispatch import Dispatch, begin_dispatch, end_dispatch
 from turnlog.handle.engine_runs import check_engine_run, write_for
-from turnlog.handle.opening import open_session
+from turnlog.handle.opening import DEFAULT_OPEN, OpenOptions, open_session
 from turnlog.handle.selfcheck import recovery_exports
 from turnlog.handle.state import HandleState, Turn
 from turnlog.stores.base import Store, StoreWriter
@@ -487,21 +486,13 @@ class Log:
 def open_handle(
     target: str | os.PathLike[str] | Store,
     session_id: str | None = None,
-    *,
-    create: bool | None = None,
-    durability: Durability = "barrier",
-    agent: ev.Agent | None = None,
-    parent: ev.Parent | None = None,
-    spawned_by: ev.SpawnedBy | None = None,
-    meta: dict[str, Any] | None = None,
-    recover: bool = False,
-    engine_run: ev.EngineRun | None = None,
-    replay: bool = True,
+    options: OpenOptions = DEFAULT_OPEN,
 ) -> Log:
-    """The handle `turnlog.open` makes, recovered when `recover` says so; a
-    revival, which is built on the handle, is `turnlog.open`'s to run
-    (`turnlog.ops.open`). With `engine_run`, it writes for that run
-    (`turnlog.handle.engine_runs`)."""
+    """The handle `turnlog.open` makes, recovered when `options.recover`
+    says so; a revival, which is built on the handle, is `turnlog.open`'s to
+    run (`turnlog.ops.open`). With `options.engine_run`, it writes for that
+    run (`turnlog.handle.engine_runs`)."""
+    engine_run, recover = options.engine_run, options.recover
     if engine_run is not None:
         check_engine_run(engine_run)
         if recover:
@@ -510,17 +501,21 @@ def open_handle(
                 hint="the engine runs the workflow again; its tool calls answer themselves "
                 "through turnlog.at_most_once",
             )
-    opened = open_session(target, session_id, create, durability, agent, parent, spawned_by, meta)
+    opened = open_session(target, session_id, options)
     try:
         log = Log(
-            opened.store, opened.writer, opened.fold, whole=opened.whole, durability=durability
+            opened.store,
+            opened.writer,
+            opened.fold,
+            whole=opened.whole,
+            durability=options.durability,
         )
     except BaseException:
         opened.writer.close()
         raise
     if engine_run is not None:
         try:
-            write_for(log.held, engine_run, replay=replay)
+            write_for(log.held, engine_run, replay=options.replay)
         except BaseException:
             log.close()
             raise

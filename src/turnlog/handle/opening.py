@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from turnlog import events as ev
@@ -34,6 +35,29 @@ def prepare_opening() -> None:
     holders.library_dirs()
 
 
+@dataclass(frozen=True)
+class OpenOptions:
+    """How a session is opened (see `turnlog.open`): one value, carried from
+    the public call through the handle down to the store."""
+
+    create: bool | None = None
+    durability: Durability = "barrier"
+    agent: ev.Agent | None = None
+    parent: ev.Parent | None = None
+    spawned_by: ev.SpawnedBy | None = None
+    meta: dict[str, Any] | None = None
+    recover: bool = False
+    revive: bool = False
+    engine_run: ev.EngineRun | None = None
+    replay: bool = True
+
+
+#: `turnlog.open`'s defaults, and an open of a session that exists (a
+#: repair never creates one).
+DEFAULT_OPEN = OpenOptions()
+MUST_EXIST = OpenOptions(create=False)
+
+
 class Opened(NamedTuple):
     """A session held for writing, before it has a handle."""
 
@@ -45,19 +69,13 @@ class Opened(NamedTuple):
 
 
 def open_session(
-    target: str | os.PathLike[str] | Store,
-    session_id: str | None,
-    create: bool | None,
-    durability: Durability,
-    agent: ev.Agent | None,
-    parent: ev.Parent | None,
-    spawned_by: ev.SpawnedBy | None,
-    meta: dict[str, Any] | None,
+    target: str | os.PathLike[str] | Store, session_id: str | None, options: OpenOptions
 ) -> Opened:
     """The store, writer and fold of the session `turnlog.open` names, created
-    when `create` says so (see `turnlog.open`)."""
+    when `options.create` says so (see `turnlog.open`)."""
     store, session_id = open_store(target, session_id)
-    check_durability(durability)  # before anything is created
+    check_durability(options.durability)  # before anything is created
+    create = options.create
     if session_id is None:
         if create is False:
             raise session_needed(target, "open(create=False)")
@@ -77,10 +95,10 @@ def open_session(
             data=ev.Session(
                 session_id=session_id,
                 created_at=utc_now(),
-                agent=agent,
-                parent=parent,
-                spawned_by=spawned_by,
-                meta=meta,
+                agent=options.agent,
+                parent=options.parent,
+                spawned_by=options.spawned_by,
+                meta=options.meta,
             ),
             ts=utc_now(),
         )

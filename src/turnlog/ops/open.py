@@ -18,6 +18,7 @@ from turnlog.core.durability import Durability
 from turnlog.errors import UsageError
 from turnlog.handle.async_log import AsyncLog
 from turnlog.handle.log import Log, open_handle
+from turnlog.handle.opening import OpenOptions
 from turnlog.ops.revival import refuse_engine_owned, revive as revive_log
 from turnlog.stores.base import Store
 from turnlog.stores.holders import OPENED_AT, caller_site
@@ -64,19 +65,20 @@ def open(
             "a session opened for an engine run is never revived on open",
             hint="the engine runs the workflow again; drop revive=True",
         )
-    log = open_handle(
-        target,
-        session_id,
+    options = OpenOptions(
         create=create,
         durability=durability,
         agent=agent,
         parent=parent,
         spawned_by=spawned_by,
         meta=meta,
+        # A revival recovers as it revives (past its cap, recovery still runs).
         recover=recover and not revive,
+        revive=revive,
         engine_run=engine_run,
         replay=replay,
     )
+    log = open_handle(target, session_id, options)
     # Also a session recovered already (by `turnlog recover` or a sweep) and
     # not yet told is revived, as `turnlog revive` revives it; a healthy
     # session is left as it is.

@@ -35,6 +35,7 @@ from turnlog.errors import (
 )
 from turnlog.events import Origin
 from turnlog.handle.log import Log, open_handle as open_log
+from turnlog.handle.opening import MUST_EXIST
 from turnlog.stores import Store
 
 # The notice's body; the model reads it inside the notification frame
@@ -117,7 +118,7 @@ def revive(
     """
     if not isinstance(log, Log):
         try:
-            opened = open_log(log, session_id, create=False)
+            opened = open_log(log, session_id, MUST_EXIST)
         except TurnlogError as exc:
             # The session's own state is reported, as `inspect` reports it;
             # only impossible arguments raise.

@@ -15,6 +15,7 @@ from turnlog.core.revivable import DEFAULT_MAX_REVIVALS, already_told, check_max
 from turnlog.core.verdict import Verdict
 from turnlog.errors import SessionLockedError, TurnlogError, UsageError
 from turnlog.handle.log import open_handle as open_log
+from turnlog.handle.opening import MUST_EXIST
 from turnlog.ops.inspection import inspect
 from turnlog.ops.revival import revive as revive_log
 from turnlog.ops.tree import wait_child
@@ -149,7 +150,7 @@ def _sweep_paused(
     if not any(expired(one, now, max_age_s) for one in awaiting):
         return Swept(session_id=session_id, action="skipped", reason=describe_pause(awaiting))
     try:
-        with open_log(store, session_id, create=False) as log:
+        with open_log(store, session_id, MUST_EXIST) as log:
             settled = log.expire(now=now, max_age_s=max_age_s)
             left = log.awaiting
     except SessionLockedError as exc:
@@ -213,7 +214,7 @@ def _sweep_locked(
     sweeper may have repaired or revived it since (or its agent came back):
     what is decided here comes from the tail the writer read under the lock.
     """
-    with open_log(store, session_id, create=False) as log:
+    with open_log(store, session_id, MUST_EXIST) as log:
         found = log.verdict()
         if found.open_turn is None:
             if already_told(log.last_message(), None):

@@ -23,6 +23,7 @@ from turnlog.errors import (
 )
 from turnlog.events import Content, Origin
 from turnlog.handle.log import Log, open_handle as open_log
+from turnlog.handle.opening import MUST_EXIST
 from turnlog.ops.revival import Revival, RevivalReason, revive
 from turnlog.stores import Store, child_session_id, stored_session
 from turnlog.text import display_text
@@ -199,7 +200,7 @@ def _open_all(store: Store, ids: list[str]) -> list[Log | None]:
     try:
         for session_id in ids:
             try:
-                logs.append(open_log(store, session_id, create=False))
+                logs.append(open_log(store, session_id, MUST_EXIST))
             except UnfinishedSessionError:
                 if session_id == ids[0]:
                     raise
