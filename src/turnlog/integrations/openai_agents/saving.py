@@ -15,7 +15,7 @@ from turnlog.handle.log import Log
 from turnlog.integrations.kit.boundaries import begin_step, end_turn
 from turnlog.integrations.kit.runs import fail_run
 from turnlog.integrations.openai_agents.items import SAVED_EVENT, SavedBatch, SessionView
-from turnlog.runtime.approvals import Deliver, record_decisions, undecided
+from turnlog.runtime.approvals import undecided
 from turnlog.text import foreign_text
 
 
@@ -109,10 +109,11 @@ def _answer_paused(log: Log, call_id: str, name: str | None, item: dict[str, Any
             call_id=call_id, name=name, content=content, is_error=item.get("status") == "failed"
         )
         return log.append(answer, allow_undispatched=True).seq
+    # Not a decision mapped from an answer (`record_decisions`, which fits
+    # each to its pause's kind): what the SDK did, whatever the kind was.
     failed = item.get("status") == "failed"
-    delivered = Deliver(content=content, by="openai-agents", is_error=failed)
-    record_decisions(log, {call_id: delivered}, keeper=DECIDED_IN)
-    return log.next_seq - 1
+    written = log.deliver(call_id, content, by="openai-agents", is_error=failed, keeper=DECIDED_IN)
+    return written[-1].seq
 
 
 def agent_ended(log: Log, view: SessionView) -> bool:
