@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# The shared helpers and programs live in tests/support: importable by name
+# from every test (and from each other, as the programs run them).
+sys.path.insert(0, str(Path(__file__).with_name("support")))
 
 from postgres_server import REQUIRE_ENV, postgres_dsn
 from turnlog.handle.selfcheck import ENV as SELF_CHECK_ENV
@@ -30,9 +35,9 @@ ONE_WORKER: dict[str, tuple[str, ...] | None] = {
     "tests/formats/test_rescue.py": ("test_doctor_repairs_by_appending", "test_doctor_report"),
     "tests/ops/test_memory_bounds.py": None,
     # One Prefect server for the file's cases.
-    "tests/integrations/test_prefect_engine.py": None,
+    "tests/integrations/engines/test_prefect_engine.py": None,
     # One Temporal dev server for the file's cases.
-    "tests/integrations/test_temporal_engine.py": None,
+    "tests/integrations/engines/test_temporal_engine.py": None,
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 from builders import crashed_session, put
 from conftest import make_store
 from entry_point import cli
-from paths import ROOT, TESTS
+from paths import ROOT, SUPPORT
 from turnlog import events as ev
 from turnlog.core.fold import fold
 from turnlog.providers import PROVIDERS, render, validate
@@ -140,7 +140,7 @@ def test_revive_tree_lists_the_answers_of_finished_children_it_appended(tmp_path
     import sys
 
     store = tmp_path / "s"
-    program = str(TESTS / "agent_program.py")
+    program = str(SUPPORT / "agent_program.py")
     killed = subprocess.run(
         [
             sys.executable,

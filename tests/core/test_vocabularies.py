@@ -29,7 +29,7 @@ from builders import (
     turn_start,
     write_session,
 )
-from paths import TESTS
+from paths import SUPPORT
 from turnlog import events as ev
 from turnlog.core.revivable import Refusal, refusal
 from turnlog.errors import TurnlogError
@@ -40,7 +40,7 @@ from turnlog.ops.sweep import SweepAction, sweep
 from turnlog.ops.tree import TreeDecision, TreeNode, TreeOutcome, revive_tree
 from turnlog.stores import JSONLStore
 
-PROGRAM = str(TESTS / "agent_program.py")
+PROGRAM = str(SUPPORT / "agent_program.py")
 SIGKILLED = -9
 
 

@@ -22,10 +22,10 @@ import pytest
 
 import turnlog
 from entry_point import cli
-from paths import TESTS
+from paths import SUPPORT
 from turnlog.providers import PROVIDERS
 
-PROGRAM = str(TESTS / "framework_program.py")
+PROGRAM = str(SUPPORT / "framework_program.py")
 DOC_SESSIONS = {
     "openai-agents": "support-42",
     "pydantic-ai": "support-42",

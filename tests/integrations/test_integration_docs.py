@@ -16,11 +16,11 @@ import pytest
 
 import turnlog
 from entry_point import cli
-from paths import TESTS
+from paths import SUPPORT
 from turnlog.events import content_text
 from turnlog.providers import PROVIDERS
 
-PROGRAM = str(TESTS / "framework_program.py")
+PROGRAM = str(SUPPORT / "framework_program.py")
 SESSIONS = {
     "openai-agents": "support-42",
     "pydantic-ai": "support-42",

@@ -22,11 +22,11 @@ import pytest
 
 import turnlog
 from entry_point import cli
-from paths import TESTS
+from paths import SUPPORT
 from turnlog import events as ev
 from turnlog.providers import PROVIDERS
 
-PROGRAM = str(TESTS / "framework_program.py")
+PROGRAM = str(SUPPORT / "framework_program.py")
 SIGKILLED = -9
 FINAL = "all charges settled"
 SESSION = "run-1"

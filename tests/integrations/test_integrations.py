@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from entry_point import cli
-from paths import TESTS
+from paths import SUPPORT
 from turnlog.providers import PROVIDERS
 
-PROGRAM = str(TESTS / "framework_program.py")
+PROGRAM = str(SUPPORT / "framework_program.py")
 FRAMEWORKS = ["openai-agents", "pydantic-ai", "langgraph", "adk"]
 SIGKILLED = -9
 FINAL = "all charges settled"

@@ -27,12 +27,12 @@ import pytest
 import kill_points
 import turnlog
 from entry_point import cli
-from paths import TESTS
+from paths import SUPPORT
 from turnlog.events import ToolResult
 from turnlog.providers import PROVIDERS
 from turnlog.stores.jsonl.store import JSONLStore
 
-PROGRAM = str(TESTS / "framework_program.py")
+PROGRAM = str(SUPPORT / "framework_program.py")
 SESSION = "run-1"
 FINAL = "all charges settled"
 

@@ -16,7 +16,7 @@ import pytest
 
 import turnlog
 from entry_point import cli
-from paths import TESTS
+from paths import SUPPORT
 from turnlog import events as ev
 from turnlog.core.fold import fold
 from turnlog.events import Risk, ToolCall
@@ -26,7 +26,7 @@ from turnlog.runtime.loop import AgentSpec, Reply, Tool
 from turnlog.stores import JSONLStore
 from turnlog.stores.fileio import FileIO
 
-PROGRAM = str(TESTS / "agent_program.py")
+PROGRAM = str(SUPPORT / "agent_program.py")
 SIGKILLED = -9
 RUNS_PER_CELL = 2
 

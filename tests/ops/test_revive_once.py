@@ -13,7 +13,7 @@ import turnlog
 from builders import crashed_session, put
 from conftest import make_store
 from entry_point import cli
-from paths import ROOT, TESTS
+from paths import ROOT, SUPPORT
 from turnlog import events as ev
 from turnlog.core.fold import fold
 from turnlog.providers import PROVIDERS, render, validate
@@ -115,7 +115,7 @@ def test_already_revived_is_not_held_to_the_cap_but_revival_off_is_off(tmp_path:
     assert marks(JSONLStore(tmp_path), "s1") == (1, 1)
 
 
-PROGRAM = str(TESTS / "agent_program.py")
+PROGRAM = str(SUPPORT / "agent_program.py")
 
 
 def program(*args: str) -> subprocess.CompletedProcess[str]:

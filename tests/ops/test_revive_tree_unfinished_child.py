@@ -14,13 +14,13 @@ import turnlog
 from builders import assistant, call, number, put, step_start, turn_start
 from conftest import make_store
 from entry_point import cli
-from paths import TESTS
+from paths import SUPPORT
 from turnlog import events as ev
 from turnlog.core.fold import fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import JSONLStore
 
-PROGRAM = str(TESTS / "agent_program.py")
+PROGRAM = str(SUPPORT / "agent_program.py")
 SIGKILLED = -9
 FINISHED = "root.agents/worker-call_1_0"
 CUT = "root.agents/worker-call_1_1"

@@ -1,4 +1,4 @@
-"""The layers, read from the imports (tests/import_graph.py): every folder stands on a
+"""The layers, read from the imports (tests/support/import_graph.py): every folder stands on a
 floor, no import runs upward, and no two folders import each other."""
 
 from __future__ import annotations
@@ -6,7 +6,17 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from import_graph import FLOORS, folder_cycles, graph, is_door, module_cycles, modules, room, upward
+from import_graph import (
+    FLOORS,
+    SRC,
+    folder_cycles,
+    graph,
+    is_door,
+    module_cycles,
+    modules,
+    room,
+    upward,
+)
 
 
 def test_every_module_stands_on_a_floor() -> None:
@@ -111,3 +121,51 @@ def test_every_bench_file_stays_small() -> None:
         if (n := len(path.read_text().splitlines())) > MAX_BENCH_LINES
     ]
     assert not too_long, too_long
+
+
+# The integrations wing: one package per framework on the shared kit.
+FRAMEWORK_PACKAGES = ("openai_agents", "adk", "langgraph", "pydantic_ai")
+# The agent frameworks' own top-level packages, which only their adapter imports.
+FRAMEWORKS = frozenset(
+    {"agents", "google", "langgraph", "langchain_core", "pydantic_ai", "claude_agent_sdk"}
+)
+INTEGRATIONS = "turnlog.integrations."
+SRC_INTEGRATIONS = SRC / "integrations"
+
+
+def _package(module: str) -> str | None:
+    """The framework package (or `kit`) an integrations module is in."""
+    if not module.startswith(INTEGRATIONS):
+        return None
+    return module[len(INTEGRATIONS) :].split(".")[0]
+
+
+def test_no_framework_package_imports_another() -> None:
+    crossing = sorted(
+        (module, target)
+        for module, targets in graph().items()
+        if _package(module) in FRAMEWORK_PACKAGES
+        for target in targets
+        if _package(target) in FRAMEWORK_PACKAGES and _package(target) != _package(module)
+    )
+    assert crossing == []
+
+
+def test_the_kit_imports_no_framework_nor_an_adapter() -> None:
+    kit = [(module, path) for module, path in modules() if _package(module) == "kit"]
+    assert len(kit) >= 8
+    for module, path in kit:
+        assert not _outside_imports(path) & FRAMEWORKS, module
+        adapters = {_package(target) for target in graph()[module]} & set(FRAMEWORK_PACKAGES)
+        assert not adapters, (module, sorted(adapters))
+
+
+def test_the_package_faces_stay_thin() -> None:
+    # A face re-exports its public names, and holds no code of its own.
+    faces = [SRC_INTEGRATIONS / name / "__init__.py" for name in (*FRAMEWORK_PACKAGES, "kit")]
+    faces.append(SRC_INTEGRATIONS / "__init__.py")
+    for face in faces:
+        source = face.read_text()
+        assert len(source.splitlines()) <= 25, face
+        body = [node for node in ast.parse(source).body[1:]]  # after the docstring
+        assert all(isinstance(node, ast.ImportFrom) for node in body), face

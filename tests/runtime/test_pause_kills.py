@@ -23,14 +23,14 @@ from typing import Any
 import pytest
 
 import turnlog
-from paths import TESTS
+from paths import SUPPORT
 from pause_program import KILL_POINTS
 from turnlog import events as ev
 from turnlog.core.fold import Fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import open_store
 
-PROGRAM = str(TESTS / "pause_program.py")
+PROGRAM = str(SUPPORT / "pause_program.py")
 SIGKILLED = -9
 MODES = ("sync", "async")
 

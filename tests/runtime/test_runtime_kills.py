@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from paths import TESTS
+from paths import SUPPORT
 from runtime_program import KILL_POINTS
 from turnlog import events as ev
 from turnlog.core.fold import Fold
 from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import Store, open_store
 
-PROGRAM = str(TESTS / "runtime_program.py")
+PROGRAM = str(SUPPORT / "runtime_program.py")
 SIGKILLED = -9
 STORES = ("jsonl", "sqlite")
 CELLS = [

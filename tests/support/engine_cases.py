@@ -1,4 +1,4 @@
-"""What every durable-engine kill case checks: the log after the run finished, held to the tools' and the model's ledgers (tests/engine_agent.py)."""
+"""What every durable-engine kill case checks: the log after the run finished, held to the tools' and the model's ledgers (tests/support/engine_agent.py)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def every_point() -> list[list[str]]:
 
 
 def check_payer_case(work: Path, store: str, kill: str) -> None:
-    """A Pydantic AI payer run (tests/pydantic_engine_agent.py) after its
+    """A Pydantic AI payer run (tests/support/pydantic_engine_agent.py) after its
     kill and its engine's recovery: the tool ran once, the log is one run's,
     and after a kill in the tool the model's next request reads R1."""
     assert (work / "tools.log").read_text().splitlines() == ["send_money bob"]

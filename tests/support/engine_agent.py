@@ -1,6 +1,6 @@
 """The scripted agent the durable-engine test programs run: its model, its tools, its ledgers and its kill points.
 
-An engine program (tests/dbos_program.py, tests/prefect_program.py) wraps
+An engine program (tests/support/dbos_program.py, tests/support/prefect_program.py) wraps
 `model_reply` and `tool_body` in the engine's steps and runs `converse`
 in the engine's workflow. The tools and the model append what they did to
 ledgers in the work folder: the ground truth a test holds the log to.

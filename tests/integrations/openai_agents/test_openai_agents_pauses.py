@@ -22,7 +22,7 @@ pytest.importorskip("agents")
 
 import pause_checks
 import turnlog
-from paths import TESTS
+from paths import SUPPORT
 from pause_checks import (
     Tally,
     charges,
@@ -37,7 +37,7 @@ from pause_checks import (
 )
 from turnlog import events as ev
 
-PROGRAM = str(TESTS / "agents_pause_program.py")
+PROGRAM = str(SUPPORT / "agents_pause_program.py")
 
 
 def step(name: str, store: str, ledger: Path, hooks: str, kill: str = "none") -> Any:

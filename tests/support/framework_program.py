@@ -694,7 +694,7 @@ FRAMEWORK_RUN = {
 
 # -- docs/integrations.md, run as written ------------------------------------------------
 
-DOCS = Path(__file__).parent.parent / "docs" / "integrations.md"
+DOCS = Path(__file__).parents[2] / "docs" / "integrations.md"
 
 
 def doc_blocks(framework: str) -> dict[str, str]:

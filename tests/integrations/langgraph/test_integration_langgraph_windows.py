@@ -22,9 +22,10 @@ import pytest
 
 import turnlog
 from entry_point import cli
+from paths import SUPPORT
 from turnlog.providers import PROVIDERS
 
-PROGRAM = str(Path(__file__).with_name("resume_program.py"))
+PROGRAM = str(SUPPORT / "resume_program.py")
 SIGKILLED = -9
 FINAL = "all charges settled"
 # Each a window of its own: what the thread and the log hold when the process dies.

@@ -1,6 +1,6 @@
 """A Pydantic AI agent made durable by DBOS (`DBOSDurability`), recorded by `TurnlogCapability(engine="dbos")`.
 
-Run by tests/integrations/test_pydantic_ai_dbos.py in fresh processes:
+Run by tests/integrations/pydantic_ai/test_pydantic_ai_dbos.py in fresh processes:
 
     python pydantic_dbos_program.py START|RECOVER STORE SYSDB KILL WORKDIR
 

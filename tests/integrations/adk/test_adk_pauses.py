@@ -20,7 +20,7 @@ pytest.importorskip("google.adk")
 
 import pause_checks
 import turnlog
-from paths import TESTS
+from paths import SUPPORT
 from pause_checks import (
     Tally,
     charges,
@@ -34,7 +34,7 @@ from pause_checks import (
 )
 from turnlog import events as ev
 
-PROGRAM = str(TESTS / "adk_pause_program.py")
+PROGRAM = str(SUPPORT / "adk_pause_program.py")
 CONFIRM = "adk_request_confirmation"
 
 

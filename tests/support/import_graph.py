@@ -1,7 +1,7 @@
 """The import graph of src/turnlog between its folders (layers): who imports whom,
 read from the source, with the floors the folders stand on.
 
-    .venv/bin/python tests/import_graph.py     # prints floors, upward arrows, cycles
+    .venv/bin/python tests/support/import_graph.py     # prints floors, upward arrows, cycles
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "turnlog"
+SRC = Path(__file__).resolve().parents[2] / "src" / "turnlog"
 
 # The floors, bottom up (the layout the folders follow). A module at the top
 # of the package that is not a door counts as its own room on its floor.

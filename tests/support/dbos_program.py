@@ -1,7 +1,7 @@
 """An agent as a DBOS workflow, with turnlog writing for the run and guarding each tool call.
 
-Run by tests/integrations/test_dbos_engine.py in fresh processes, SIGKILLed
-at a chosen point (tests/engine_agent.py), then launched again so DBOS
+Run by tests/integrations/engines/test_dbos_engine.py in fresh processes, SIGKILLed
+at a chosen point (tests/support/engine_agent.py), then launched again so DBOS
 recovers the workflow:
 
     python dbos_program.py START|RECOVER TARGET SYSDB SESSION WORKFLOW KILL WORKDIR [EXECUTOR]

@@ -1,12 +1,12 @@
 """An agent as a Temporal workflow: turnlog written from activities, each tool call guarded in its activity.
 
-Run by tests/integrations/test_temporal_engine.py as worker processes
+Run by tests/integrations/engines/test_temporal_engine.py as worker processes
 against a Temporal dev server on loopback:
 
     TURNLOG_ENGINE_TARGET=... TURNLOG_ENGINE_WORK=... TURNLOG_ENGINE_KILL=...
     python temporal_program.py START|WORK ADDRESS WORKFLOW_ID
 
-(tests/temporal_launch.py: START starts the workflow, WORK is a new worker
+(tests/support/temporal_launch.py: START starts the workflow, WORK is a new worker
 after the first was SIGKILLed.) Workflow code may not write files, so every turnlog write
 is an activity's:
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from paths import SUPPORT
+
 pytest.importorskip("dbos")
 pytest.importorskip("pydantic_ai")
 
@@ -24,7 +26,7 @@ from builders import assert_exports_valid
 from turnlog import events as ev
 from turnlog.stores import JSONLStore
 
-PROGRAM = Path(__file__).resolve().parents[1] / "pydantic_dbos_program.py"
+PROGRAM = SUPPORT / "pydantic_dbos_program.py"
 
 
 def run_program(program: Path, args: list[str], answer: str) -> int:
@@ -71,7 +73,7 @@ def test_dbos_replay_of_the_agent_runs_the_tool_once(kills: list[str], tmp_path:
         assert_exports_valid(log.messages)
 
 
-OUTPUT_PROGRAM = Path(__file__).resolve().parents[1] / "pydantic_dbos_output_program.py"
+OUTPUT_PROGRAM = SUPPORT / "pydantic_dbos_output_program.py"
 
 
 def run_output(mode: str, work: Path, kill: str, *extra: str) -> int:

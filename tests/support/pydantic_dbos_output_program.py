@@ -1,6 +1,6 @@
 """A Pydantic AI agent under DBOS whose answer is an output function, recorded by `TurnlogCapability(engine="dbos")`.
 
-Run by tests/integrations/test_pydantic_ai_dbos.py:
+Run by tests/integrations/pydantic_ai/test_pydantic_ai_dbos.py:
 
     python pydantic_dbos_output_program.py START|RECOVER KILL WORKDIR [step]
 

@@ -1,6 +1,6 @@
 """DBOS runs the workflow again after a crash; turnlog makes each tool call at most once and tells the model.
 
-The agent in tests/dbos_program.py is a DBOS workflow whose tool calls run
+The agent in tests/support/dbos_program.py is a DBOS workflow whose tool calls run
 in `@DBOS.step()`s guarded by `turnlog.at_most_once`. Each case SIGKILLs
 the worker at one point, launches it again so DBOS recovers the workflow,
 and holds the log to the tools' ledger: no tool ran twice, the log is one
@@ -19,11 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from paths import SUPPORT
+
 pytest.importorskip("dbos")
 
 from engine_cases import FAST_POINTS, WRITES, Tally, check_case, every_point
 
-PROGRAM = Path(__file__).resolve().parents[1] / "dbos_program.py"
+PROGRAM = SUPPORT / "dbos_program.py"
 SIGKILLED = -signal.SIGKILL
 _databases = itertools.count()
 

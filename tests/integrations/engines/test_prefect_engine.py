@@ -1,13 +1,13 @@
 """Prefect retries a crashed flow run from the top; turnlog makes each tool call at most once and tells the model.
 
-The agent in tests/prefect_program.py is a Prefect flow whose tool calls
+The agent in tests/support/prefect_program.py is a Prefect flow whose tool calls
 run in tasks guarded by `turnlog.at_most_once`, its writes stamped with the
 flow run (`EngineRun("prefect", flow_run.id)`). Each case SIGKILLs the
 worker at one point, marks the run crashed (as Prefect does for a run whose
 process vanished) and retries it with `prefect flow-run retry`, as a user
 does: the same flow run runs again, its finished tasks' results handed back
 from Prefect's result storage. The log is then held to the tools' ledger
-(tests/engine_cases.py). Without the guard the retry runs the killed task
+(tests/support/engine_cases.py). Without the guard the retry runs the killed task
 again: the charge twice.
 
 One Prefect server (SQLite) serves a module's cases, as a deployment's
@@ -30,12 +30,12 @@ pytest.importorskip("prefect")
 
 from engine_cases import FAST_POINTS, WRITES, Tally, check_case, check_payer_case, every_point
 from engine_recipes import MODEL_AND_TOOLS, PYDANTIC_MODEL, SEND_MONEY, docs_block
+from paths import SUPPORT
 from servers import free_port, serving
 from turnlog import events as ev
 from turnlog.stores import JSONLStore
 
-TESTS = Path(__file__).resolve().parents[1]
-PROGRAM = TESTS / "prefect_program.py"
+PROGRAM = SUPPORT / "prefect_program.py"
 PREFECT = Path(sys.executable).parent / "prefect"
 SIGKILLED = -signal.SIGKILL
 
@@ -73,7 +73,7 @@ def run(args: list[str], env: dict[str, str], kill: str, work: Path, target: str
         "TURNLOG_ENGINE_WORK": str(work),
         "TURNLOG_ENGINE_KILL": kill,
     }
-    done = subprocess.run(args, cwd=TESTS, env=env, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(args, cwd=SUPPORT, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode in (0, SIGKILLED), done.stdout[-2000:] + done.stderr[-3000:]
     return done.returncode
 
@@ -155,7 +155,7 @@ def test_prefect_kill_campaign(prefect_env: dict[str, str], tmp_path: Path) -> N
     assert tally.double_runs == 0
 
 
-PYDANTIC_PROGRAM = TESTS / "pydantic_prefect_program.py"
+PYDANTIC_PROGRAM = SUPPORT / "pydantic_prefect_program.py"
 
 
 @pytest.mark.parametrize("kill", ["tool", "model2"])
@@ -228,7 +228,7 @@ def test_the_prefect_recipes_run_once_as_written(
         answer, session = "told: [turnlog] The agent process", "support-42"
     program = tmp_path / "recipe.py"
     program.write_text(
-        source + RECIPE_AFTER.format(tests=str(TESTS), flow=flow, parameters=parameters)
+        source + RECIPE_AFTER.format(tests=str(SUPPORT), flow=flow, parameters=parameters)
     )
     target = str(tmp_path / "sessions")
     env = {**prefect_env, "TURNLOG_ENGINE_TARGET": target, "TURNLOG_ENGINE_WORK": str(tmp_path)}

@@ -1,6 +1,6 @@
 """A Pydantic AI agent made durable by Prefect (`PrefectDurability`), recorded by `TurnlogCapability(engine="prefect")`.
 
-Run by tests/integrations/test_prefect_engine.py in fresh processes,
+Run by tests/integrations/engines/test_prefect_engine.py in fresh processes,
 configured by the environment (a retry loads the flow from this file):
 
     TURNLOG_ENGINE_TARGET=STORE TURNLOG_ENGINE_KILL=KILL TURNLOG_ENGINE_WORK=WORKDIR

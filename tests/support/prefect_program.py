@@ -1,6 +1,6 @@
 """An agent as a Prefect flow, with turnlog writing for the flow run and guarding each tool call.
 
-Run by tests/integrations/test_prefect_engine.py in fresh processes,
+Run by tests/integrations/engines/test_prefect_engine.py in fresh processes,
 configured by the environment (a retry loads the flow from this file):
 
     TURNLOG_ENGINE_TARGET=... TURNLOG_ENGINE_KILL=... TURNLOG_ENGINE_WORK=...
@@ -11,7 +11,7 @@ configured by the environment (a retry loads the flow from this file):
 A killed run is marked crashed as Prefect marks a run whose process
 vanished, then retried as a user retries it: the same flow run runs again
 from the top, its finished tasks' persisted results handed back, so
-turnlog's writes in the flow are replayed and met (tests/engine_agent.py
+turnlog's writes in the flow are replayed and met (tests/support/engine_agent.py
 has the kill points).
 """
 

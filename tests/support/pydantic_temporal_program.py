@@ -1,6 +1,6 @@
 """A Pydantic AI agent made durable by Temporal (`TemporalDurability`), recorded by `TurnlogTemporalCapability`.
 
-Run by tests/integrations/test_temporal_engine.py as worker processes
+Run by tests/integrations/engines/test_temporal_engine.py as worker processes
 against a Temporal dev server on loopback, configured by the environment:
 
     TURNLOG_ENGINE_TARGET=STORE TURNLOG_ENGINE_KILL=KILL TURNLOG_ENGINE_WORK=WORKDIR
