@@ -8,18 +8,19 @@ lists the same reasons.
 
 from __future__ import annotations
 
-# A history that begins with the assistant speaking (its reply or a call
-# before any user message with text) is refused at write: Anthropic's and
-# Gemini's APIs reject such a transcript, and turnlog refuses at write what it
-# could not recover to a transcript every provider accepts. The SDK's tests
-# seed sessions that way to test its own history handling.
+# A run with the hooks whose whole history holds no user message with text
+# (the SDK's tests hand a run only a pending shell call): the hooks write each
+# reply and call ahead of the tool, as a transcript message, and no provider
+# takes a transcript the assistant opens, so the write is refused. (Saved
+# items the assistant opens are kept as saved, and out of the transcript,
+# with or without the hooks.)
 ASSISTANT_FIRST = "an assistant message before any user message"
 # The tests read attributes of the SDK's test double (`saved_items`) or of
 # SQLiteSession's private storage (`_insert_items`), not the Session protocol.
 PRIVATE = "object has no attribute"
 
 REASONS = {
-    ASSISTANT_FIRST: "a history that starts with the assistant is refused at write",
+    ASSISTANT_FIRST: "with the hooks, a run that no user message opens is refused",
     PRIVATE: "the test reads a private attribute of the SDK's own session class",
 }
 

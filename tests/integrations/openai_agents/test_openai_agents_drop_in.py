@@ -13,6 +13,7 @@ import pytest
 
 import turnlog
 from turnlog import events as ev
+from turnlog.providers import PROVIDERS, render, validate
 from turnlog.stores import JSONLStore, SQLiteStore
 
 pytest.importorskip("agents")
@@ -313,3 +314,35 @@ def test_streamed_run_killed_mid_tool_resumes_without_running_it_twice(
         ]
         assert [i.get("role") for i in items] == ["user", "user", "assistant"]
     assert turn_ends(store) == (["interrupted", "complete"] if hooks else ["complete"])
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_history_the_assistant_opens_is_kept_as_saved_and_out_of_the_transcript(
+    kind: str, tmp_path: Path
+) -> None:
+    # The SDK's own sessions take a history that begins with the assistant
+    # (its tests seed one); no provider takes such a transcript. The items
+    # are handed back as saved, the transcript starts at the first user
+    # message, and every export stays valid.
+    store = store_of(kind, tmp_path)
+    seeded = [
+        {"type": "message", "role": "assistant", "content": "Hello, how can I help?"},
+        {"type": "function_call", "call_id": "c0", "name": "lookup", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c0", "output": "earlier"},
+    ]
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        async with TurnlogSession(store, "s") as session:
+            await session.add_items(seeded)
+            before = await session.get_items()
+            await Runner.run(make_agent(TEXT_SCRIPT), "hi", session=session)
+            return before, await session.get_items()
+
+    before, after = asyncio.run(main())
+    assert before == seeded
+    assert after[:3] == seeded and after[3]["content"] == "hi"
+    with turnlog.open(store, "s") as log:
+        messages = log.messages
+    assert [m.role for m in messages] == ["user", "assistant"]
+    for provider in PROVIDERS:
+        assert validate(provider, render(provider, messages)) == []

@@ -174,6 +174,12 @@ def _record(log: Log, view: SessionView, item: dict[str, Any]) -> int | None:
     if recorded is not None:
         return recorded
     owed = log.owed_calls()
+    if (kind in CALLS or kind in ("reasoning", "message")) and _before_any_user(log):
+        # The SDK's own sessions take a history the assistant opens (its
+        # tests seed one); no provider takes such a transcript. The item is
+        # kept in the saved batch, handed back by `get_items` as saved, and
+        # is no transcript message: its call's output is none either.
+        return None
     if kind in CALLS:
         call_id = str(item.get("call_id"))
         asked = view.recorded(f"call:{call_id}")
@@ -217,6 +223,12 @@ def _record(log: Log, view: SessionView, item: dict[str, Any]) -> int | None:
         begin_step(log, open_step=False)
         return log.assistant([item]).seq
     return None
+
+
+def _before_any_user(log: Log) -> bool:
+    """Whether no user message with text is in the log yet (the write order
+    refuses an assistant message then)."""
+    return log.held.fold.user_spoke is False
 
 
 def _say(log: Log, view: SessionView, item: dict[str, Any]) -> int:
