@@ -7,10 +7,8 @@ from turnlog import events as ev
 from turnlog.handle.log import Log
 from turnlog.runtime.approvals import undecided
 
-# The turn and step boundaries a framework's hooks imply, written the way the
-# reference loop writes them. Each runs under the handle's lock (the sync
-# wrapper) or on its writer thread (`AsyncLog.call`), so a check and the
-# append it leads to are one step.
+# Each runs under the handle's lock (the sync wrapper) or on its writer
+# thread (`AsyncLog.call`), so a check and the append it leads to are one step.
 
 
 def begin_turn_if_none(log: Log) -> None:
