@@ -24,7 +24,7 @@ def postgres() -> Iterator[str | None]:
     if os.environ.get("TURNLOG_BENCH_POSTGRES_DSN"):
         yield os.environ["TURNLOG_BENCH_POSTGRES_DSN"]
         return
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     from postgres_server import postgres_dsn
 
     with postgres_dsn() as dsn:
