@@ -47,7 +47,6 @@ class OpenOptions:
     spawned_by: ev.SpawnedBy | None = None
     meta: dict[str, Any] | None = None
     recover: bool = False
-    revive: bool = False
     engine_run: ev.EngineRun | None = None
     replay: bool = True
 

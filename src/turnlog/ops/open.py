@@ -74,7 +74,6 @@ def open(
         meta=meta,
         # A revival recovers as it revives (past its cap, recovery still runs).
         recover=recover and not revive,
-        revive=revive,
         engine_run=engine_run,
         replay=replay,
     )

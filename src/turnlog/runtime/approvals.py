@@ -80,11 +80,13 @@ _DECISION_OF: dict[type, str] = {
 def record_decisions(
     log: Log, decisions: Mapping[str, DecisionInput], *, keeper: str | None = None
 ) -> None:
-    """Record each decision, all or nothing: every one is checked against the
-    log first (it names a call that waits undecided, and fits its pause), so a
-    bad one writes none. The one way decisions reach a log: the reference
-    loops' resumes and every framework's (`keeper` names where a framework
-    keeps them: its pauses are decided there only)."""
+    """Record each decision. Every one is checked against the log first (it
+    names a call that waits undecided, and fits its pause), so a bad one
+    writes none; the checked ones are then written one by one, each synced,
+    so a crash between two leaves the first recorded and the rest undecided.
+    The one way a decision mapped from an answer reaches a log: the
+    reference loops' resumes and every framework's (`keeper` names where a
+    framework keeps them: its pauses are decided there only)."""
     with log.lock:
         waiting = {one.call_id: one for one in log.awaiting}
         for call_id, decision in decisions.items():
