@@ -58,18 +58,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     The same as pytest-xdist's `xdist_group` mark would do; that mark renames
     a test's node id, which the pytest this project runs no longer allows.
-    Optional, and xdist imported here: a run without xdist needs neither.
+    Optional, and xdist imported there: a run without xdist needs neither.
     """
     if config.getvalue("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+    from worker_schedule import grouped_load
 
-    class GroupedLoad(LoadScopeScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            group = one_worker_group(nodeid)
-            return nodeid if group is None else f"group: {group}"
-
-    return GroupedLoad(config, log)
+    return grouped_load(config, log, one_worker_group)
 
 
 @pytest.fixture(scope="session")

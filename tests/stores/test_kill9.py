@@ -94,6 +94,7 @@ def test_a_thousand_kills_lose_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_ten_thousand_kills_lose_nothing(tmp_path: Path) -> None:
     figures = campaign(tmp_path, kills=10_000, per_session=100, seed=2)
     print("kill -9 campaign:", figures)
