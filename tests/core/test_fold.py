@@ -99,3 +99,22 @@ def test_steps_pair_structurally_not_by_number() -> None:
 def test_stray_ends_warn() -> None:
     state = fold(number([step_end(), turn_end()]))
     assert len(state.warnings) == 2
+
+
+def test_a_scratch_fold_goes_on_alone_and_shares_the_frozen_messages() -> None:
+    """A batch is tried on a scratch fold: what it changes never reaches the
+    handle's fold, and the copy shares the transcript's messages (no copy of
+    each, which made every batch cost the whole session's length)."""
+    for cut in range(1, len(SESSION)):
+        original = Fold()
+        for event in SESSION[:cut]:
+            original.apply(event)
+        before = original.state
+        scratch = original.scratch()
+        assert scratch.state == before
+        copied = scratch.state.messages
+        assert all(a is b for a, b in zip(copied, before.messages, strict=True))
+        for event in SESSION[cut:]:
+            scratch.apply(event)
+        assert scratch.state == fold(SESSION), f"scratch from seq {cut} diverged"
+        assert original.state == before

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 
 from turnlog.core.fold import Fold
@@ -27,7 +26,7 @@ def check_batch(
                 raise error
         return
     # A later item depends on what the earlier ones change: a scratch fold.
-    scratch = copy.deepcopy(fold)
+    scratch = fold.scratch()
     seq = scratch.next_seq
     for data in items:
         error = order_error(scratch, data, origin, allow_undispatched=allow_undispatched)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -108,6 +109,16 @@ class Fold(OpenTurnQuestions):
             ev.SubagentSettled: self._on_settled,
         }
         self.extend(events)
+
+    def scratch(self) -> Fold:
+        """A copy to try a batch on before it is written. The transcript's
+        messages are frozen, so the copy shares them (a copy of the list,
+        not of each message): a batch costs the same on a long session as on
+        a short one, where a deep copy made writing a session quadratic."""
+        memo: dict[int, Any] = {id(self._messages): type(self._messages)(self._messages)}
+        if self._snapshot is not None:
+            memo[id(self._snapshot)] = self._snapshot
+        return copy.deepcopy(self, memo)
 
     def apply(self, event: Event) -> None:
         self.extend((event,))
