@@ -86,6 +86,37 @@ def test_decisions_that_disagree_with_the_log_are_refused_whole() -> None:
     assert bank.paid == []
 
 
+def test_decisions_are_recorded_in_one_write_each_with_its_origin() -> None:
+    """All or nothing: three decisions (approve, reject, deliver) land in one
+    store write, so no crash leaves some recorded and the rest undecided; the
+    rejection's answer is turnlog's on the person's behalf (origin "decision")."""
+    tools = {
+        "pay": Tool(run=Bank().pay, needs_approval=True),
+        "ship": Tool(run=lambda: "shipped", external=True),
+    }
+    calls = (pay("c1", 5), pay("c2", 6), ToolCall(id="s1", name="ship"))
+    with turnlog.open(MemoryStore(), "s") as log:
+        turnlog.run_turn(log, asks(*calls), tools, "go")
+        writes: list[list[ev.Event]] = []
+        log.subscribe(lambda batch, durable: writes.append(list(batch)))
+        turnlog.runtime.approvals.record_decisions(
+            log,
+            {
+                "c1": Approve(by="alice"),
+                "c2": Reject(by="alice", reason="twice"),
+                "s1": Deliver(content="arrived", by="erp"),
+            },
+        )
+    (written,) = writes
+    assert [(type(e.data).__name__, e.origin) for e in written] == [
+        ("ToolDecision", None),
+        ("ToolDecision", "decision"),
+        ("ToolResult", "decision"),
+        ("ToolDecision", None),
+        ("ToolResult", None),
+    ]
+
+
 def test_an_external_tool_waits_for_its_delivered_result() -> None:
     ran: list[str] = []
     tools = {"ship": Tool(run=lambda: ran.append("here") or "shipped", external=True)}

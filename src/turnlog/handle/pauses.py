@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from turnlog import events as ev
 from turnlog.core.clock import utc_now
@@ -74,6 +76,43 @@ def _check_keeper(held: HandleState, call_id: str, keeper: str | None) -> None:
         )
 
 
+# What each decision writes: its events and their origin. A rejection's
+# result is turnlog's answer on a person's behalf (origin "decision"); a
+# delivered result is the outside system's own.
+_Written = tuple[list[ev.EventData], str | None]
+
+
+def _approval(call_id: str, by: str | None, reason: str | None) -> ev.ToolDecision:
+    return ev.ToolDecision(
+        call_id=call_id,
+        decision=Decision.APPROVED.value,
+        by=check_note(by, "by"),
+        reason=check_note(reason, "reason"),
+    )
+
+
+def _rejection(held: HandleState, call_id: str, by: str | None, reason: str | None) -> _Written:
+    decision = ev.ToolDecision(
+        call_id=call_id,
+        decision=Decision.REJECTED.value,
+        by=check_note(by, "by"),
+        reason=check_note(reason, "reason"),
+    )
+    result = rejected_result(call_id, _requested(held, call_id), by=by, reason=reason)
+    return [decision, result], Origin.DECISION.value
+
+
+def _delivery(
+    held: HandleState, call_id: str, content: Content, by: str | None, is_error: bool
+) -> _Written:
+    decision = ev.ToolDecision(
+        call_id=call_id, decision=Decision.DELIVERED.value, by=check_note(by, "by")
+    )
+    name = _requested(held, call_id)
+    result = ev.ToolResult(call_id=call_id, name=name, content=content, is_error=is_error)
+    return [decision, result], None
+
+
 def approve(
     held: HandleState,
     call_id: str,
@@ -85,13 +124,7 @@ def approve(
     """Record that the paused call may run (synced). Resuming the turn then
     dispatches it write-ahead and runs it, once."""
     _check_keeper(held, call_id, keeper)
-    data = ev.ToolDecision(
-        call_id=call_id,
-        decision=Decision.APPROVED.value,
-        by=check_note(by, "by"),
-        reason=check_note(reason, "reason"),
-    )
-    return held.append(data, sync=not held.never_sync)
+    return held.append(_approval(call_id, by, reason), sync=not held.never_sync)
 
 
 def reject(
@@ -106,17 +139,8 @@ def reject(
     same write: the model reads that a person declined it."""
     _check_keeper(held, call_id, keeper)
     with held.lock:
-        name = _requested(held, call_id)
-        decision = ev.ToolDecision(
-            call_id=call_id,
-            decision=Decision.REJECTED.value,
-            by=check_note(by, "by"),
-            reason=check_note(reason, "reason"),
-        )
-        result = rejected_result(call_id, name, by=by, reason=reason)
-        return held.append_many(
-            [decision, result], origin=Origin.DECISION.value, sync=not held.never_sync
-        )
+        items, origin = _rejection(held, call_id, by, reason)
+        return held.append_many(items, origin=origin, sync=not held.never_sync)
 
 
 def deliver(
@@ -132,12 +156,51 @@ def deliver(
     paused `external` or `input` call, with who delivered it, in one write."""
     _check_keeper(held, call_id, keeper)
     with held.lock:
-        name = _requested(held, call_id)
-        decision = ev.ToolDecision(
-            call_id=call_id, decision=Decision.DELIVERED.value, by=check_note(by, "by")
-        )
-        result = ev.ToolResult(call_id=call_id, name=name, content=content, is_error=is_error)
-        return held.append_many([decision, result], sync=not held.never_sync)
+        items, origin = _delivery(held, call_id, content, by, is_error)
+        return held.append_many(items, origin=origin, sync=not held.never_sync)
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One decision to record with others: `verb` is "approve", "reject" or
+    "deliver"; `content` and `is_error` are a delivery's."""
+
+    verb: str
+    call_id: str
+    by: str | None = None
+    reason: str | None = None
+    content: Content = ""
+    is_error: bool = False
+
+
+def decide_together(
+    held: HandleState, records: Sequence[DecisionRecord], *, keeper: str | None = None
+) -> list[Event]:
+    """Record several decisions in one write (synced): all of them or none.
+    A crash cannot leave some decided and the rest not, and a decision the
+    write order refuses writes nothing of the others."""
+    with held.lock:
+        items: list[ev.EventData] = []
+        origins: list[str | None] = []
+        for record in records:
+            _check_keeper(held, record.call_id, keeper)
+            written: _Written
+            if record.verb == "approve":
+                written = [_approval(record.call_id, record.by, record.reason)], None
+            elif record.verb == "reject":
+                written = _rejection(held, record.call_id, record.by, record.reason)
+            elif record.verb == "deliver":
+                written = _delivery(
+                    held, record.call_id, record.content, record.by, record.is_error
+                )
+            else:
+                raise UsageError(
+                    f"no decision {record.verb!r} for call {record.call_id!r}",
+                    hint='decide with "approve", "reject" or "deliver"',
+                )
+            items += written[0]
+            origins += [written[1]] * len(written[0])
+        return held.append_many(items, origins=origins, sync=not held.never_sync)
 
 
 def expire(

@@ -268,22 +268,30 @@ class HandleState:
         items: Sequence[EventData],
         *,
         origin: str | None = None,
+        origins: Sequence[str | None] | None = None,
         sync: bool | None = None,
         allow_undispatched: bool = False,
     ) -> list[Event]:
-        """Append payloads as one batch (one write, at most one sync)."""
+        """Append payloads as one batch (one write, at most one sync): all of
+        it or none. Each item is stamped `origin`, or its own of `origins`."""
+        each = [origin] * len(items) if origins is None else list(origins)
+        if len(each) != len(items):
+            raise UsageError(
+                f"{len(items)} events with {len(each)} origins",
+                hint="give one origin per event, or one `origin` for all",
+            )
         with self.lock:
             writer = self.require_writer()
             if self.replay is not None:
-                return self._replay_many(items, origin, sync, allow_undispatched)
-            for data in items:
-                self.refuse_if_crashed(data, origin)
-            check_batch(self.fold, items, origin, allow_undispatched)
+                return self._replay_many(items, each, sync, allow_undispatched)
+            for data, stamped in zip(items, each, strict=True):
+                self.refuse_if_crashed(data, stamped)
+            check_batch(self.fold, items, each, allow_undispatched)
             ts = utc_now()
             first = self.fold.next_seq
             batch = [
-                Event(seq=first + offset, data=data, ts=ts, origin=origin)
-                for offset, data in enumerate(items)
+                Event(seq=first + offset, data=data, ts=ts, origin=stamped)
+                for offset, (data, stamped) in enumerate(zip(items, each, strict=True))
             ]
             self.write(writer, batch, sync)
             return batch
@@ -291,16 +299,16 @@ class HandleState:
     def _replay_many(
         self,
         items: Sequence[EventData],
-        origin: str | None,
+        origins: list[str | None],
         sync: bool | None,
         allow_undispatched: bool,
     ) -> list[Event]:
         """A batch made again while replaying: what the log holds is met, and
         what comes after the replay's end is written as one batch."""
         met: list[Event] = []
-        rest = list(items)
+        rest = list(zip(items, origins, strict=True))
         while rest:
-            found = self.replayed(rest[0], origin)
+            found = self.replayed(*rest[0])
             if found is None:
                 break
             met.append(found)
@@ -308,7 +316,10 @@ class HandleState:
         if rest:
             met.extend(
                 self.append_many(
-                    rest, origin=origin, sync=sync, allow_undispatched=allow_undispatched
+                    [data for data, _ in rest],
+                    origins=[stamped for _, stamped in rest],
+                    sync=sync,
+                    allow_undispatched=allow_undispatched,
                 )
             )
         return met

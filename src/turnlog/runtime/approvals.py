@@ -12,6 +12,7 @@ from turnlog.core.pauses import Awaiting, decision_fits, undecided as pauses_und
 from turnlog.errors import UsageError
 from turnlog.events import Content, Decision, PauseKind, ToolCall
 from turnlog.handle.log import Log
+from turnlog.handle.pauses import DecisionRecord, decide_together
 from turnlog.runtime.agents import Tool
 
 
@@ -80,30 +81,33 @@ _DECISION_OF: dict[type, str] = {
 def record_decisions(
     log: Log, decisions: Mapping[str, DecisionInput], *, keeper: str | None = None
 ) -> None:
-    """Record each decision. Every one is checked against the log first (it
-    names a call that waits undecided, and fits its pause), so a bad one
-    writes none; the checked ones are then written one by one, each synced,
-    so a crash between two leaves the first recorded and the rest undecided.
-    The one way a decision mapped from an answer reaches a log: the
-    reference loops' resumes and every framework's (`keeper` names where a
-    framework keeps them: its pauses are decided there only)."""
+    """Record the decisions in one write: all of them or none. Every one is
+    checked against the log first (it names a call that waits undecided, and
+    fits its pause), so a bad one writes none, and a crash cannot leave some
+    recorded and the rest not. The one way a decision mapped from an answer
+    reaches a log: the reference loops' resumes and every framework's
+    (`keeper` names where a framework keeps them: its pauses are decided
+    there only)."""
     with log.lock:
         waiting = {one.call_id: one for one in log.awaiting}
+        records = []
         for call_id, decision in decisions.items():
             _check_decision(waiting.get(call_id), call_id, decision)
-        for call_id, decision in decisions.items():
             if isinstance(decision, Approve):
-                log.approve(call_id, by=decision.by, reason=decision.reason, keeper=keeper)
+                record = DecisionRecord("approve", call_id, by=decision.by, reason=decision.reason)
             elif isinstance(decision, Reject):
-                log.reject(call_id, by=decision.by, reason=decision.reason, keeper=keeper)
+                record = DecisionRecord("reject", call_id, by=decision.by, reason=decision.reason)
             else:
-                log.deliver(
+                record = DecisionRecord(
+                    "deliver",
                     call_id,
-                    decision.content,
                     by=decision.by,
+                    content=decision.content,
                     is_error=decision.is_error,
-                    keeper=keeper,
                 )
+            records.append(record)
+        if records:
+            decide_together(log.held, records, keeper=keeper)
 
 
 def _check_decision(one: Awaiting | None, call_id: str, decision: object) -> None:
