@@ -151,6 +151,16 @@ def test_no_framework_package_imports_another() -> None:
     assert crossing == []
 
 
+def test_every_adapter_handle_is_opened_by_the_kit() -> None:
+    # One place opens (and shares) the handles adapters hold: kit/handles.py.
+    opening = sorted(
+        module
+        for module, targets in graph().items()
+        if _package(module) in FRAMEWORK_PACKAGES and "turnlog.ops.open" in targets
+    )
+    assert opening == []
+
+
 def test_the_kit_imports_no_framework_nor_an_adapter() -> None:
     kit = [(module, path) for module, path in modules() if _package(module) == "kit"]
     assert len(kit) >= 8

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from turnlog.events import EngineRun
 from turnlog.handle.log import Log
 from turnlog.integrations.kit.runs import repair
 from turnlog.ops.open import open as open_log
@@ -106,3 +107,18 @@ def release(log: Log) -> None:
         # Closed under the lock: a handle acquired right after must not find
         # the session still locked by this closing one.
         log.close()
+
+
+def open_engine_run(
+    target: str | os.PathLike[str] | Store,
+    session_id: str | None,
+    run: EngineRun,
+    *,
+    replay: bool = False,
+    **options: Any,
+) -> Log:
+    """A handle of its own for one durable engine run, which the caller
+    closes. Never shared: its writes replay the run's earlier ones from the
+    top, which a framework object sharing it could not follow. Every handle
+    an adapter holds is opened in this module: this one, or `acquire`'s."""
+    return open_log(target, session_id, engine_run=run, replay=replay, **options)

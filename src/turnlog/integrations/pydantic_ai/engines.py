@@ -19,8 +19,8 @@ from pydantic_ai.exceptions import ModelRetry, SkipToolExecution, ToolFailed
 from turnlog.events import EngineRun, IdempotencyValue, ToolCall
 from turnlog.handle.log import Log
 from turnlog.integrations.kit.engines import engine_run_id
+from turnlog.integrations.kit.handles import open_engine_run
 from turnlog.integrations.pydantic_ai.pauses import acting_on_approval
-from turnlog.ops.open import open as open_log
 from turnlog.runtime.async_loop import AsyncLog
 from turnlog.runtime.at_most_once import begin_once
 from turnlog.stores import Store
@@ -32,11 +32,7 @@ async def open_for_run(
     """A handle for the engine run this code runs in (off the event loop)."""
     run = EngineRun(engine=engine, run_id=engine_run_id(engine))
     handle = await asyncio.to_thread(
-        open_log,
-        target,
-        session_id,
-        durability=durability,  # type: ignore[arg-type]
-        engine_run=run,
+        open_engine_run, target, session_id, run, durability=durability
     )
     return AsyncLog(handle)
 

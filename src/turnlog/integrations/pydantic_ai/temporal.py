@@ -37,8 +37,8 @@ from pydantic_ai.exceptions import SkipToolExecution, ToolFailed
 from temporalio import activity, workflow
 
 from turnlog.events import EngineRun, ToolCall
+from turnlog.integrations.kit.handles import open_engine_run
 from turnlog.integrations.kit.runs import fail_run
-from turnlog.ops.open import open as open_log
 
 #: How long one of turnlog's activities may take (one write, or a read of
 #: the session): far more than it needs, so only a dead worker times out.
@@ -47,7 +47,7 @@ ACTIVITY_TIMEOUT_S = 60.0
 
 def _handle(target: str, session_id: str, run_id: str, *, replay: bool) -> Any:
     run = EngineRun(engine="temporal", run_id=run_id)
-    return open_log(target, session_id, engine_run=run, replay=replay)
+    return open_engine_run(target, session_id, run, replay=replay)
 
 
 async def _off_loop(fn: Any, *args: Any) -> Any:
