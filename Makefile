@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 JOBS ?= auto
 DIST := --dist loadgroup
 
-.PHONY: demo test lint typecheck unit quick bench clean
+.PHONY: demo test test-slow lint typecheck unit quick bench clean
 
 $(STAMP): pyproject.toml
 	@echo "Setting up $(VENV): turnlog with its runtime dependencies (msgspec, click, rich)"
@@ -35,12 +35,19 @@ typecheck: $(STAMP)
 # bytecode between runs even where the environment turns it off
 # (PYTHONDONTWRITEBYTECODE): without it each one compiles turnlog and the test
 # modules again. The caches go to __pycache__ directories, which git ignores.
-unit quick: export PYTHONDONTWRITEBYTECODE =
+unit quick test-slow: export PYTHONDONTWRITEBYTECODE =
 
 unit: $(STAMP)
 	$(BIN)/pytest -n $(JOBS) $(DIST)
 
 test: lint typecheck unit
+
+# What `make test` leaves to CI (`-m slow`): the long kill campaigns, the
+# benches at their quick sizes (with the bench group's peers) and the cases of
+# the wide matrices beyond the sample `make test` runs (tests/conftest.py).
+test-slow: $(STAMP)
+	$(BIN)/python -m pip install --quiet --group bench
+	$(BIN)/pytest -n $(JOBS) $(DIST) -m slow
 
 # The inner loop while developing: lint, then the tests that failed last
 # time first, stopping at the first failure; no type check.

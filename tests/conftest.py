@@ -14,6 +14,7 @@ import pytest
 # from every test (and from each other, as the programs run them).
 sys.path.insert(0, str(Path(__file__).with_name("support")))
 
+from matrix_sample import mark_beyond_samples
 from postgres_server import REQUIRE_ENV, postgres_dsn
 from turnlog.handle.selfcheck import ENV as SELF_CHECK_ENV
 from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store
@@ -39,6 +40,21 @@ ONE_WORKER: dict[str, tuple[str, ...] | None] = {
     # One Temporal dev server for the file's cases.
     "tests/integrations/engines/test_temporal_engine.py": None,
 }
+
+
+# Wide matrices of cases that each start several processes: `make test` runs
+# a sample in which every value of every parameter appears at least once, and
+# the rest of the cross product runs under `-m slow` (CI runs both). Each says
+# why it is wide. (test_layout.py checks that each named test exists.)
+SAMPLED: dict[str, str] = {
+    "tests/integrations/openai_agents/test_openai_agents_own_suite.py::test_the_sdks_session_tests_pass_on_turnlog_session": "the SDK's whole session suite per store and hooks",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Before `-m` selects: the cases beyond a sample carry the slow mark by then.
+    mark_beyond_samples(items, SAMPLED)
 
 
 def one_worker_group(nodeid: str) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+import forkserver
 from builders import crashed_session, put
 from conftest import make_store
 from entry_point import cli
@@ -136,12 +137,11 @@ def test_revive_reports_the_torn_tail_it_moved_aside(tmp_path: Path) -> None:
 
 
 def test_revive_tree_lists_the_answers_of_finished_children_it_appended(tmp_path: Path) -> None:
-    import subprocess
     import sys
 
     store = tmp_path / "s"
     program = str(SUPPORT / "agent_program.py")
-    killed = subprocess.run(
+    killed = forkserver.run(
         [
             sys.executable,
             program,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from foreign_fixtures import (
@@ -305,7 +306,7 @@ def test_the_real_file_names_the_tool_use_line_in_every_result() -> None:
 
 
 def run_cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, "-m", "turnlog", *args],
         capture_output=True,
         text=True,

@@ -12,13 +12,13 @@ one whose `charge` needs approval and writes a ledger.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import forkserver
 import turnlog
 from paths import ROOT
 from turnlog.core.fold import Fold
@@ -177,7 +177,7 @@ def blocks(framework: str) -> dict[str, str]:
 def run(framework: str, step: str, code: str, workdir: Path) -> str:
     harness = HARNESS[framework].format(script=SCRIPTS[step])
     program = CHARGE.format() + harness + MAIN.format(body=textwrap.indent(code, "    "))
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-c", program], cwd=workdir, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
@@ -188,7 +188,7 @@ def sweep(workdir: Path) -> None:
     """A sweep over the store leaves the paused session byte for byte."""
     path = workdir / "sessions" / "support-42.jsonl"
     before = path.read_bytes()
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-m", "turnlog", "sweep", "--store", "sessions", "--revive"],
         cwd=workdir,
         capture_output=True,

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from paths import SUPPORT
@@ -45,7 +46,7 @@ OWN_RESUME = {
 
 
 def program(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args],
         capture_output=True,
         text=True,
@@ -70,7 +71,7 @@ def repair(how: str, store: Path) -> None:
     elif how == "turnlog sweep":
         code, out, err = cli("sweep", "--store", str(store))
     else:
-        done = subprocess.run(
+        done = forkserver.run(
             [sys.executable, "-c", SWEEP, str(store)], capture_output=True, text=True, timeout=120
         )
         code, out, err = done.returncode, done.stdout, done.stderr
@@ -205,7 +206,7 @@ def test_openai_agents_a_decision_outside_the_run_state_is_refused_with_a_hint(
     assert paused.returncode == 0, paused.stderr
     before = (store / "run-1.jsonl").read_bytes()
     reject = ["reject", str(store / "run-1.jsonl"), "call_1_1", "--by", "alice"]
-    rejected = subprocess.run(
+    rejected = forkserver.run(
         [sys.executable, "-m", "turnlog", *reject],
         capture_output=True,
         text=True,

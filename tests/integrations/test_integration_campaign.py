@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from paths import SUPPORT
@@ -42,7 +43,7 @@ OWN_RESUME = {
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args],
         capture_output=True,
         text=True,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from paths import SUPPORT
@@ -40,7 +41,7 @@ def doc(
     **env: str,
 ) -> subprocess.CompletedProcess[str]:
     extra = {"DOC_STORE": store} if store else {}
-    return subprocess.run(
+    return forkserver.run(
         [
             sys.executable,
             PROGRAM,

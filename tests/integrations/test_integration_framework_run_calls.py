@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from paths import SUPPORT
@@ -39,7 +39,7 @@ WORK_OF = {1: {CHARGE}, 2: {FRAMEWORK_CALL, "call_2_ship"}, 3: {FRAMEWORK_CALL}}
 
 
 def program(framework: str, mode: str, store: Path, side: Path, **env: str) -> Any:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, framework, f"framework-{mode}", str(store), str(side)],
         capture_output=True,
         text=True,

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from paths import SUPPORT
@@ -38,7 +39,7 @@ DOC_SESSION = {"pydantic-ai": "support-42", "langgraph": "thread-7"}
 
 
 def program(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args], capture_output=True, text=True, timeout=120,
         env={**os.environ, **env},
     )  # fmt: skip

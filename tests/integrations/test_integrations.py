@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
 from entry_point import cli
 from paths import SUPPORT
 from turnlog.providers import PROVIDERS
@@ -24,7 +25,7 @@ FINAL = "all charges settled"
 
 def program(*args: str, kill_at: int | None = None) -> subprocess.CompletedProcess[str]:
     env = {"KILL_AT": str(kill_at)} if kill_at is not None else {}
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args],
         capture_output=True,
         text=True,
@@ -273,7 +274,7 @@ def test_langgraph_killed_after_the_checkpoint_before_the_tools(tmp_path: Path) 
     next step is the model. Nothing ran, and nothing runs twice."""
     store, side = tmp_path / "store", tmp_path / "side"
     env = {**os.environ, "KILL_AFTER_CHECKPOINT": "1"}
-    died = subprocess.run(
+    died = forkserver.run(
         [sys.executable, PROGRAM, "langgraph", "run", str(store), str(side), "--parallel"],
         capture_output=True,
         text=True,

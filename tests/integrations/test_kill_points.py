@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+import forkserver
 import kill_points
 import turnlog
 from entry_point import cli
@@ -43,7 +44,7 @@ SHELL_REPAIRS = ("turnlog revive", "turnlog recover")
 
 
 def run(framework: str, mode: str, store: Path, side: Path, *flags: str, **env: str) -> Any:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, framework, mode, str(store), str(side), *flags],
         capture_output=True,
         text=True,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from paths import SUPPORT
@@ -32,7 +33,7 @@ RUNS_PER_CELL = 2
 
 
 def program(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args], capture_output=True, text=True, timeout=120
     )
 
@@ -353,7 +354,7 @@ def test_cap_counts_across_processes_and_past_it_nothing_is_written(tmp_path: Pa
     program("run", str(store), str(side), "matrix", "body", "sync")
     path = store / "root.jsonl"
     for revival in (1, 2):
-        code = subprocess.run(
+        code = forkserver.run(
             [sys.executable, "-m", "turnlog", "revive", str(path), "--max-revivals", "2"],
             capture_output=True,
             text=True,
@@ -364,7 +365,7 @@ def test_cap_counts_across_processes_and_past_it_nothing_is_written(tmp_path: Pa
             log.append(ev.TurnStart(turn=10 + revival))
         assert turnlog.inspect(path, max_revivals=2).revivals == revival
     before = path.read_bytes()
-    past = subprocess.run(
+    past = forkserver.run(
         [sys.executable, "-m", "turnlog", "revive", str(path), "--max-revivals", "2"],
         capture_output=True,
         text=True,

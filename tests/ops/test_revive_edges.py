@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from turnlog import events as ev
@@ -30,7 +31,7 @@ with turnlog.open(sys.argv[1]) as log:
 
 
 def _answered_then_killed(path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", _ANSWERED_THEN_KILLED, str(path)], check=False)
+    proc = forkserver.run([sys.executable, "-c", _ANSWERED_THEN_KILLED, str(path)], check=False)
     assert proc.returncode == -9
 
 
@@ -73,7 +74,7 @@ def test_the_finished_rule_holds_on_every_store(
 
     store = make_store(kind, tmp_path, request)
     url = store.url if ":" in store.url else f"jsonl:{store.url}"
-    proc = subprocess.run([sys.executable, "-c", _ANSWERED_THEN_KILLED_IN, url], check=False)
+    proc = forkserver.run([sys.executable, "-c", _ANSWERED_THEN_KILLED_IN, url], check=False)
     assert proc.returncode == -9
     found = turnlog.inspect(store, "run-1")
     assert (found.status, found.revivable, found.reason) == ("interrupted", False, "finished")
@@ -250,7 +251,7 @@ with turnlog.open(sys.argv[1]) as log:
 @pytest.mark.parametrize("reply", ["empty", "r"])
 def test_a_reply_that_says_nothing_is_not_a_finished_run(tmp_path: Path, reply: str) -> None:
     path = tmp_path / "run-1.jsonl"
-    subprocess.run([sys.executable, "-c", _SAID_NOTHING, str(path), reply], check=False)
+    forkserver.run([sys.executable, "-c", _SAID_NOTHING, str(path), reply], check=False)
     found = turnlog.inspect(path)
     assert (found.status, found.revivable) == ("interrupted", True), found
     assert turnlog.revive(path).revived

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
 import turnlog
 from builders import crashed_session, put
 from conftest import make_store
@@ -119,7 +120,7 @@ PROGRAM = str(SUPPORT / "agent_program.py")
 
 
 def program(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args], capture_output=True, text=True, timeout=120
     )
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import msgspec
 import pytest
 
+import forkserver
 import turnlog
 from builders import assistant, call, number, put, step_start, turn_start
 from conftest import make_store
@@ -30,7 +30,7 @@ def crash_while_creating_a_child(tmp_path: Path, shape: str) -> Path:
     """A root that waits on two workers, killed while the second one's session was
     being created: its file is empty, or holds a torn part of its header line."""
     store = tmp_path / "s"
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, PROGRAM, "run", str(store), str(tmp_path / "side"), "two", "-", "sync"],
         capture_output=True,
         text=True,

@@ -4,13 +4,13 @@ store: run the child to its answer, write it to the root's pending wait, resume 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import msgspec
 import pytest
 
+import forkserver
 import turnlog
 from builders import assistant, call, number, put, step_start, turn_start
 from conftest import make_store
@@ -97,7 +97,7 @@ def test_the_printed_carry_on_works_in_a_new_process(
     assert swept["root"].action == "skipped" and "subagents" in swept["root"].reason
     assert len(store.read("root")) == before
 
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-c", CARRY_ON, url, child],
         capture_output=True,
         text=True,

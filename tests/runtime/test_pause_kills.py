@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from paths import SUPPORT
 from pause_program import KILL_POINTS
@@ -40,13 +41,13 @@ class Tally:
 
 
 def program(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args], capture_output=True, text=True, timeout=120
     )
 
 
 def sweep(store: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, "-m", "turnlog", "sweep", "--store", store, "--revive", "--json"],
         capture_output=True,
         text=True,

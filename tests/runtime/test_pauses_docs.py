@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkserver
 import turnlog
 from paths import ROOT
 from turnlog import events as ev
@@ -22,7 +23,7 @@ def blocks(language: str) -> list[str]:
 
 
 def python(code: str, workdir: Path) -> str:
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
@@ -30,7 +31,7 @@ def python(code: str, workdir: Path) -> str:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-m", "turnlog", *args],
         cwd=cwd,
         capture_output=True,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
 from paths import SUPPORT
 from runtime_program import KILL_POINTS
 from turnlog import events as ev
@@ -35,7 +36,7 @@ CELLS = [
 
 
 def program(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args], capture_output=True, text=True, timeout=120
     )
 

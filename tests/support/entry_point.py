@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import forkserver
+
 
 def cli(*args: str, timeout_s: float = 120) -> tuple[int, str, str]:
-    """Run `turnlog ARGS...` in a fresh interpreter; (exit code, stdout, stderr)."""
-    done = subprocess.run(
+    """Run `turnlog ARGS...` in a fresh process; (exit code, stdout, stderr)."""
+    done = forkserver.run(
         [sys.executable, "-m", "turnlog", *args],
         capture_output=True,
         text=True,

@@ -7,6 +7,7 @@ read from the source, with the floors the folders stand on.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,8 +75,11 @@ def imports(path: Path) -> set[str]:
     return found
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
-    """Module → the real modules it imports (names that are not modules dropped)."""
+    """Module → the real modules it imports (names that are not modules dropped).
+    Read once per test process: the tree does not change under a test run.
+    The callers only read it."""
     known = dict(modules())
     out: dict[str, set[str]] = {}
     for module, path in known.items():

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from turnlog import events as ev
 from turnlog.core.fold import Fold
@@ -32,7 +33,7 @@ class Tally:
 
 def run_program(program: str, *args: str) -> Any:
     """One process of a pause program; None when it was SIGKILLed."""
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, program, *args], capture_output=True, text=True, timeout=120
     )
     if done.returncode == SIGKILLED:
@@ -61,7 +62,7 @@ def swept(store: str) -> subprocess.CompletedProcess[str]:
     """`turnlog sweep --revive` over the store; a paused session is left byte for byte."""
     paused = turnlog.inspect(store, SESSION).status == "paused"
     before = [ev.to_builtins(e) for e in events_of(store)]
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-m", "turnlog", "sweep", "--store", store, "--revive"],
         capture_output=True,
         text=True,

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+import forkserver
+
 pytest.importorskip("google.adk")
 
 import pause_checks
@@ -157,13 +159,12 @@ def test_a_new_message_while_waiting_ends_the_wait_as_may_have_run(
 
 @pytest.mark.parametrize("mode", ["gate", "asks", "long"])
 def test_a_wait_expired_by_a_sweep_runs_nothing_on_a_late_answer(mode: str, tmp_path: Path) -> None:
-    import subprocess
     import sys
 
     store = str(tmp_path / "sessions")
     ledger = tmp_path / "ledger.txt"
     waiting = paused_in_one_process(store, ledger, mode)
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-m", "turnlog", "sweep", "--store", store, "--paused-max-age", "0"],
         capture_output=True,
         text=True,
@@ -279,10 +280,9 @@ def test_a_paused_session_refuses_a_decision_from_the_command_line(tmp_path: Pat
     store = str(tmp_path / "sessions")
     paused_in_one_process(store, tmp_path / "ledger.txt", "gate")
     before = events_of(store)
-    import subprocess
     import sys
 
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, "-m", "turnlog", "approve", "--store", store, "pay", "c1"],
         capture_output=True,
         text=True,

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
+
 pytest.importorskip("dbos")
 
 from engine_recipes import MODEL_AND_TOOLS, PYDANTIC_MODEL, SEND_MONEY, docs_block
@@ -43,14 +45,14 @@ def test_the_dbos_recipe_charges_once(tmp_path: Path) -> None:
     recipe = docs_block("def agent(")
     program = tmp_path / "recipe.py"
     program.write_text(BEFORE + recipe + AFTER)
-    first = subprocess.run(
+    first = forkserver.run(
         [sys.executable, str(program), "start", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert first.returncode == -signal.SIGKILL, first.stderr
-    second = subprocess.run(
+    second = forkserver.run(
         [sys.executable, str(program), "recover", str(tmp_path)],
         capture_output=True,
         text=True,
@@ -101,7 +103,7 @@ def test_the_pydantic_ai_dbos_recipe_sends_once(tmp_path: Path) -> None:
     program = tmp_path / "recipe.py"
     program.write_text(PYDANTIC_BEFORE + docs_block("DBOSDurability()") + PYDANTIC_AFTER)
     runs = [
-        subprocess.run(
+        forkserver.run(
             [sys.executable, str(program), mode, str(tmp_path)],
             capture_output=True,
             text=True,

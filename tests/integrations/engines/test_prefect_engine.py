@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
+
 pytest.importorskip("prefect")
 
 from engine_cases import FAST_POINTS, WRITES, Tally, check_case, check_payer_case, every_point
@@ -235,7 +237,7 @@ def test_the_prefect_recipes_run_once_as_written(
     steps = []
     for mode in ("START", "CRASHED", "RETRY"):
         steps.append(
-            subprocess.run(
+            forkserver.run(
                 [sys.executable, str(program), mode],
                 cwd=tmp_path,  # the Pydantic AI recipe's "sessions" directory
                 env=env,

@@ -18,12 +18,13 @@ import itertools
 import os
 import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import forkserver
 
 pytest.importorskip("temporalio")
 
@@ -75,7 +76,7 @@ def run(mode: str, address: str, workflow_id: str, kill: str, work: Path) -> int
         "TURNLOG_ENGINE_WORK": str(work),
         "TURNLOG_ENGINE_KILL": kill,
     }
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, str(PROGRAM), mode, address, workflow_id],
         cwd=SUPPORT,
         env=env,
@@ -165,7 +166,7 @@ def test_pydantic_ai_temporal_durability_runs_the_tool_once(
     workflow_id = f"payer-{next(_workflows)}"
     codes = []
     for mode in ("START", "WORK") if kill != "none" else ("START",):
-        done = subprocess.run(
+        done = forkserver.run(
             [sys.executable, str(PYDANTIC_PROGRAM), mode, temporal_address, workflow_id],
             cwd=SUPPORT,
             env=env,
@@ -217,7 +218,7 @@ def test_the_temporal_durability_recipe_runs_as_written(
     workflow_id = f"docs-{next(_workflows)}"
     codes = []
     for mode in ("START", "WORK"):
-        done = subprocess.run(
+        done = forkserver.run(
             [sys.executable, str(program), mode, temporal_address, workflow_id],
             cwd=tmp_path,  # the recipe's "sessions" directory
             env=env,

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from entry_point import cli
 from paths import SUPPORT
@@ -43,7 +44,7 @@ MODEL_NEXT = [
 
 
 def program(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return forkserver.run(
         [sys.executable, PROGRAM, *args],
         capture_output=True,
         text=True,

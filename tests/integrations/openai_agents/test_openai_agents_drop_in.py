@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import forkserver
 import turnlog
 from turnlog import events as ev
 from turnlog.providers import PROVIDERS, render, validate
@@ -249,7 +249,7 @@ def test_streamed_run_killed_mid_tool_resumes_without_running_it_twice(
 ) -> None:
     root = tmp_path / "log"
     ledger = tmp_path / "ledger.txt"
-    child = subprocess.run(
+    child = forkserver.run(
         [sys.executable, "-c", CHILD, str(root), str(ledger), "1" if hooks else "0"],
         capture_output=True,
         text=True,

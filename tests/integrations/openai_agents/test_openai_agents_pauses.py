@@ -11,12 +11,13 @@ under a sweep.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+import forkserver
 
 pytest.importorskip("agents")
 
@@ -120,7 +121,7 @@ def test_resume_killed_is_judged_and_never_runs_twice(
         assert answer.content == "paid bob 5"
     if hooks == "hooks":
         # The decided RunState again: refused before the tool can run.
-        done = subprocess.run(
+        done = forkserver.run(
             [sys.executable, PROGRAM, "again", store, str(ledger), hooks, "none"],
             capture_output=True,
             text=True,

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+import forkserver
 from paths import SUPPORT
 
 pytest.importorskip("dbos")
@@ -31,7 +31,7 @@ PROGRAM = SUPPORT / "pydantic_dbos_program.py"
 
 def run_program(program: Path, args: list[str], answer: str) -> int:
     """Run a DBOS program; killed (-9) or done with `answer` printed."""
-    done = subprocess.run(
+    done = forkserver.run(
         [sys.executable, str(program), *args], capture_output=True, text=True, timeout=120
     )
     assert done.returncode in (0, -signal.SIGKILL), done.stderr[-3000:]
