@@ -43,6 +43,7 @@ from turnlog.runtime.subagents import (
     agent_id_for,
     already_delivered,
     joined_child,
+    no_such_child,
     report_after_wait,
     spec_for,
     subagent_request,
@@ -214,6 +215,15 @@ def async_task_wait_tool() -> Tool:
 
     async def run(context: AsyncToolContext, agent_id: str = "") -> ToolOutput:
         log = context.log
+        later = context.step.spawns.keys() - context.spawns_before.keys()
+        if agent_id in later:
+            # Spawned by a call listed after this one: the sync loop runs the
+            # step in order and finds no child yet. Refused alike, whichever
+            # of the two concurrent calls gets this far first.
+            state = await session_state(log)
+            raise no_such_child(
+                agent_id, [c.agent_id for c in state.background if c.agent_id not in later]
+            )
         spawning = context.spawns_before.get(agent_id)
         if spawning is not None:
             # Spawned by a call listed before this one in the same step: the

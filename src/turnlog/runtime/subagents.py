@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -134,9 +134,13 @@ def joined_child(state: SessionState, agent_id: str) -> BackgroundChild:
     those there are when it names none)."""
     child = next((c for c in state.background if c.agent_id == agent_id), None)
     if child is None:
-        known = ", ".join(c.agent_id for c in state.background) or "none"
-        raise UsageError(f"no background subagent {agent_id!r} (known: {known})")
+        raise no_such_child(agent_id, [c.agent_id for c in state.background])
     return child
+
+
+def no_such_child(agent_id: str, known: Sequence[str]) -> UsageError:
+    """The refusal of a join that names no background child (of those `known`)."""
+    return UsageError(f"no background subagent {agent_id!r} (known: {', '.join(known) or 'none'})")
 
 
 def already_delivered(child: BackgroundChild) -> str | None:

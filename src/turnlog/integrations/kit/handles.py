@@ -114,11 +114,12 @@ def open_engine_run(
     session_id: str | None,
     run: EngineRun,
     *,
-    replay: bool = False,
+    replay: bool = True,
     **options: Any,
 ) -> Log:
     """A handle of its own for one durable engine run, which the caller
     closes. Never shared: its writes replay the run's earlier ones from the
-    top, which a framework object sharing it could not follow. Every handle
-    an adapter holds is opened in this module: this one, or `acquire`'s."""
+    top (`replay=False` inside one step of the run), which a framework
+    object sharing it could not follow. Every handle an adapter holds is
+    opened in this module: this one, or `acquire`'s."""
     return open_log(target, session_id, engine_run=run, replay=replay, **options)
