@@ -14,7 +14,7 @@ import pytest
 # from every test (and from each other, as the programs run them).
 sys.path.insert(0, str(Path(__file__).with_name("support")))
 
-from matrix_sample import mark_beyond_samples
+from matrix_sample import Sample, mark_beyond_samples
 from postgres_server import REQUIRE_ENV, postgres_dsn
 from turnlog.handle.selfcheck import ENV as SELF_CHECK_ENV
 from turnlog.stores import JSONLStore, MemoryStore, SQLiteStore, Store
@@ -46,8 +46,74 @@ ONE_WORKER: dict[str, tuple[str, ...] | None] = {
 # a sample in which every value of every parameter appears at least once, and
 # the rest of the cross product runs under `-m slow` (CI runs both). Each says
 # why it is wide. (test_layout.py checks that each named test exists.)
-SAMPLED: dict[str, str] = {
-    "tests/integrations/openai_agents/test_openai_agents_own_suite.py::test_the_sdks_session_tests_pass_on_turnlog_session": "the SDK's whole session suite per store and hooks",
+SAMPLED: dict[str, Sample] = {
+    # Each a covering sample: every value of every parameter at least once.
+    "tests/integrations/adk/test_adk_pauses.py::test_decided_by_the_client_in_a_second_process_and_resumed_in_a_third": (
+        "pause kind by decision by store, three processes each",
+        None,
+    ),
+    "tests/integrations/adk/test_adk_pauses.py::test_resume_killed_in_the_tool_is_judged_and_never_runs_twice": (
+        "pause kind by store, a kill and a resume each",
+        None,
+    ),
+    "tests/integrations/openai_agents/test_openai_agents_pauses.py::test_resume_killed_is_judged_and_never_runs_twice": (
+        "hooks by kill point by store",
+        None,
+    ),
+    "tests/integrations/pydantic_ai/test_pydantic_ai_pauses.py::test_decided_in_deferred_tool_results_in_a_second_process": (
+        "decision by store",
+        None,
+    ),
+    "tests/integrations/test_integrations.py::test_killed_mid_tool_then_recovered_and_resumed": (
+        "framework by parallel calls by repair command",
+        None,
+    ),
+    "tests/integrations/test_integration_docs.py::test_the_docs_section_survives_a_kill_and_revives": (
+        "framework by calls by store",
+        None,
+    ),
+    "tests/integrations/test_integration_answered_once.py::test_repaired_from_outside_then_resumed_the_frameworks_way_runs_nothing_again": (
+        "framework by repair command",
+        None,
+    ),
+    "tests/integrations/test_approval_docs.py::test_pause_decide_resume_in_separate_processes": (
+        "decision by framework",
+        None,
+    ),
+    "tests/runtime/test_pause_kills.py::test_pause_kill_campaign": (
+        "kill point by decision by loop by store",
+        None,
+    ),
+    # A list of kill points (or of engines' modes): `make test` keeps the one
+    # named, the case the others vary.
+    "tests/integrations/openai_agents/test_openai_agents_own_suite.py::test_the_sdks_session_tests_pass_on_turnlog_session": (
+        "the SDK's whole session suite per store and hooks",
+        ("jsonl-hooks",),
+    ),
+    "tests/integrations/engines/test_prefect_engine.py::test_a_killed_flow_run_retried_runs_no_tool_twice": (
+        "every kill point of the flow",
+        ("tool:charge",),
+    ),
+    "tests/integrations/engines/test_prefect_engine.py::test_pydantic_ai_prefect_durability_retried_runs_the_tool_once": (
+        "every kill point of the agent",
+        ("tool",),
+    ),
+    "tests/integrations/engines/test_temporal_engine.py::test_a_killed_worker_taken_over_runs_no_tool_twice": (
+        "every kill point of the workflow",
+        ("tool:charge",),
+    ),
+    "tests/integrations/engines/test_temporal_engine.py::test_pydantic_ai_temporal_durability_runs_the_tool_once": (
+        "every kill point of the agent",
+        ("tool",),
+    ),
+    "tests/integrations/engines/test_dbos_engine.py::test_a_killed_worker_recovered_by_dbos_runs_no_tool_twice": (
+        "every kill point of the workflow",
+        ("tool:charge",),
+    ),
+    "tests/integrations/pydantic_ai/test_pydantic_ai_dbos.py::test_dbos_replay_of_the_agent_runs_the_tool_once": (
+        "every kill point of the agent",
+        ("tool",),
+    ),
 }
 
 

@@ -84,10 +84,10 @@ def campaign(tmp_path: Path, kills: int, per_session: int, seed: int) -> dict[st
     return figures
 
 
-# `make test` kills 200 writers; the thousand (and the ten thousand below)
+# `make test` kills 100 writers; the thousand (and the ten thousand below)
 # are campaigns, run under `-m slow`.
 @pytest.mark.parametrize(
-    "kills", [200, pytest.param(1000, marks=pytest.mark.slow(reason="a campaign"))]
+    "kills", [100, pytest.param(1000, marks=pytest.mark.slow(reason="a campaign"))]
 )
 def test_hundreds_of_kills_lose_nothing(tmp_path: Path, kills: int) -> None:
     figures = campaign(tmp_path, kills=kills, per_session=20, seed=1)

@@ -29,16 +29,30 @@ def _values(item: pytest.Item) -> frozenset[tuple[str, str]]:
     return frozenset((name, repr(value)) for name, value in callspec.params.items())
 
 
-def mark_beyond_samples(items: Sequence[pytest.Item], sampled: Mapping[str, str]) -> None:
+#: Why a test's matrix is wide, and the ids of the cases `make test` keeps
+#: (None: a covering sample, see `covering`).
+Sample = tuple[str, tuple[str, ...] | None]
+
+
+def mark_beyond_samples(items: Sequence[pytest.Item], sampled: Mapping[str, Sample]) -> None:
     """Mark slow every case of a `sampled` test (by "path::function") that
-    its covering sample leaves out, with the test's reason."""
+    its sample leaves out, with the test's reason."""
     by_test: dict[str, list[pytest.Item]] = {}
     for item in items:
         test = item.nodeid.partition("[")[0]
         if test in sampled:
             by_test.setdefault(test, []).append(item)
     for test, cases in by_test.items():
-        kept = set(covering(cases))
+        why, ids = sampled[test]
+        if ids is None:
+            kept = set(covering(cases))
+        else:
+            kept = {case for case in cases if _case_id(case) in ids}
+            assert len(kept) == len(ids), f"{test}: no case {set(ids) - set(map(_case_id, cases))}"
         for case in cases:
             if case not in kept:
-                case.add_marker(pytest.mark.slow(reason=sampled[test]))
+                case.add_marker(pytest.mark.slow(reason=why))
+
+
+def _case_id(item: pytest.Item) -> str:
+    return item.nodeid.partition("[")[2].removesuffix("]")
