@@ -86,10 +86,6 @@ SAMPLED: dict[str, Sample] = {
     ),
     # A list of kill points (or of engines' modes): `make test` keeps the one
     # named, the case the others vary.
-    "tests/integrations/openai_agents/test_openai_agents_own_suite.py::test_the_sdks_session_tests_pass_on_turnlog_session": (
-        "the SDK's whole session suite per store and hooks",
-        ("jsonl-hooks",),
-    ),
     "tests/integrations/engines/test_prefect_engine.py::test_a_killed_flow_run_retried_runs_no_tool_twice": (
         "every kill point of the flow",
         ("tool:charge",),

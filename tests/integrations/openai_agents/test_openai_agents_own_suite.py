@@ -32,6 +32,23 @@ def release_and_cases() -> tuple[object, list[str]]:
     return root, suite.selection(root)
 
 
+# The SDK's own suites of session writes: what `make test` runs of its tests
+# (JSONL, with the hooks); the whole selection on both stores, with and
+# without the hooks, runs under `-m slow`.
+SESSION_SUITES = ("tests/deferred_session_writes/", "tests/test_hitl_session_scenario.py")
+MIN_SESSION_CASES = 100
+
+
+def test_the_sdks_session_write_suites_pass_on_turnlog_session(
+    release_and_cases: tuple[object, list[str]],
+) -> None:
+    root, every = release_and_cases
+    cases = [case for case in every if case.startswith(SESSION_SUITES)]
+    assert len(cases) >= MIN_SESSION_CASES, len(cases)
+    _check(root, cases, "jsonl", hooks=True)
+
+
+@pytest.mark.slow(reason="the SDK's whole selection, four times over")
 @pytest.mark.parametrize("hooks", [False, True], ids=["plain", "hooks"])
 @pytest.mark.parametrize("store", ["jsonl", "sqlite"])
 def test_the_sdks_session_tests_pass_on_turnlog_session(
@@ -39,6 +56,10 @@ def test_the_sdks_session_tests_pass_on_turnlog_session(
 ) -> None:
     root, cases = release_and_cases
     assert len(cases) >= MIN_CASES, len(cases)
+    _check(root, cases, store, hooks=hooks)
+
+
+def _check(root: object, cases: list[str], store: str, *, hooks: bool) -> None:
     ran = suite.run(root, store, hooks=hooks, only=cases)  # type: ignore[arg-type]
     outcomes = {case: ran.outcomes.get(case) for case in cases}
     missing = [case for case, outcome in outcomes.items() if outcome is None]
