@@ -23,6 +23,7 @@ import importlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import struct
@@ -37,8 +38,9 @@ from typing import IO, Any
 
 FRESH_ENV = "TURNLOG_TEST_FRESH_INTERPRETERS"
 # Imported once by the server. Only modules that read no settings from the
-# environment when imported: Prefect, DBOS and Temporal read theirs at import,
-# so their programs import them fresh in the child.
+# environment when imported (DBOS and Temporal read theirs when a program
+# configures them); Prefect reads its settings at import, so its programs
+# import it fresh in the child.
 PRELOAD = (
     "turnlog",
     "turnlog.cli",
@@ -53,6 +55,9 @@ PRELOAD = (
     "google.adk.runners",
     "google.adk.agents",
     "psycopg",
+    "dbos",
+    "temporalio.client",
+    "temporalio.worker",
 )
 _HEADER = struct.Struct("<I")
 _START_TIMEOUT_S = 120.0
@@ -109,6 +114,7 @@ def _stop(server: _Server) -> None:
         assert server.process.stdin is not None
         server.process.stdin.close()
         server.process.wait(timeout=10)
+    shutil.rmtree(server.folder, ignore_errors=True)
 
 
 def _forkable(args: Sequence[str]) -> bool:
