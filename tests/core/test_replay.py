@@ -84,3 +84,19 @@ def test_a_call_event_the_log_does_not_hold_diverges() -> None:
     replay, _ = replay_of(run_events())
     with pytest.raises(ReplayDivergedError, match="tool_dispatch of call 'c9'"):
         replay.match(dispatch("c9"), None)
+
+
+def test_a_decision_and_the_result_it_wrote_are_both_met_when_made_again() -> None:
+    """A rejection (or a delivery) is one batch: the decision, then the
+    result it writes. Made again, the decision is met and the result behind
+    it applied at once; the result's own write is then met, not written twice."""
+    decision = ev.ToolDecision(call_id="c2", decision="rejected", by="alice")
+    result = ev.ToolResult(call_id="c2", name="b", content="declined")
+    events = number([ev.UserMessage(content="go"), decision, result])[1:]
+    replay, applied = replay_of(events)
+    assert replay.match(ev.UserMessage(content="go"), None) is events[0]
+    assert replay.match(decision, None) is events[1]
+    assert applied == events and replay.done
+    assert replay.match(result, None) is events[2]
+    # Met once: a later write of it is new (and the write order refuses it).
+    assert replay.match(result, None) is None

@@ -85,3 +85,51 @@ def test_atexit_and_threads_finish_before_the_exit(tmp_path: Path) -> None:
     )
     done = forkserver.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["thread", "atexit"]
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_module_runs_in_its_own_namespace(tmp_path: Path, runner: str) -> None:
+    # `json` is the server's, never the program's: it must not be visible.
+    (tmp_path / "prog.py").write_text("print(json.dumps(1))\n")
+    done = RUNNERS[runner](
+        [sys.executable, "-m", "prog"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "NameError" in done.stderr
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_file_left_open_is_flushed_at_the_end(tmp_path: Path, runner: str) -> None:
+    code = f"f = open({str(tmp_path / 'out')!r}, 'w'); f.write('hello')"
+    done = RUNNERS[runner]([sys.executable, "-c", code], timeout=60)
+    assert done.returncode == 0
+    assert (tmp_path / "out").read_text() == "hello"
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_ctrl_c_uncaught_ends_by_the_signal(runner: str) -> None:
+    done = RUNNERS[runner](
+        [sys.executable, "-c", "raise KeyboardInterrupt"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == -2
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_missing_folder_is_the_callers_error(tmp_path: Path, runner: str) -> None:
+    with pytest.raises(FileNotFoundError):
+        RUNNERS[runner]([sys.executable, "-c", "pass"], cwd=tmp_path / "nowhere", timeout=60)
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_stderr_joins_stdout_when_asked(runner: str) -> None:
+    code = "import sys; print('out', flush=True); print('err', file=sys.stderr, flush=True)"
+    done = RUNNERS[runner](
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.split() == ["out", "err"]

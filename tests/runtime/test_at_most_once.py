@@ -136,6 +136,30 @@ def test_a_handle_replaying_its_engine_run_is_not_crashed(tmp_path: Path) -> Non
     assert list(store.iter_events("s1")) == before
 
 
+def test_decisions_recorded_together_are_met_again_in_a_replay(tmp_path: Path) -> None:
+    """A run that paused two calls and recorded their decisions in one batch
+    (an approval; a rejection and the result it writes) and then died: run
+    again from the top, every write is met, none is written twice."""
+    store = JSONLStore(tmp_path)
+    calls = [CALL, ToolCall(id="c2", name="refund", arguments={})]
+    decisions = {"c1": turnlog.Approve(by="alice"), "c2": turnlog.Reject(by="alice")}
+
+    def run_once() -> None:
+        with turnlog.open(store, "s1", engine_run=RUN) as log:
+            log.begin_turn()
+            log.user("charge")
+            log.begin_step()
+            log.assistant("", tool_calls=calls)
+            for call in calls:
+                log.pause(call.id)
+            turnlog.runtime.approvals.record_decisions(log, decisions)
+
+    run_once()
+    before = list(store.iter_events("s1"))
+    run_once()
+    assert list(store.iter_events("s1")) == before
+
+
 def test_a_session_an_engine_owns_is_left_to_it(tmp_path: Path) -> None:
     store = JSONLStore(tmp_path)
     engine_session(store).close()

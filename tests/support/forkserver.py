@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import importlib
 import json
 import os
@@ -185,6 +186,8 @@ def run(
     signal ended the program), and the output when captured.
     """
     args = [str(a) for a in args]
+    if cwd is not None and not os.path.isdir(cwd):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), os.fspath(cwd))
     if not _forkable(args):
         return subprocess.run(
             args,
@@ -207,11 +210,13 @@ def run(
             given.seek(0)
         in_fd = given.fileno() if stdin in (None, subprocess.DEVNULL) else _fd_of(stdin)
         out_fd, out_file = _output_file(stdout, capture_output, files)
+        out_fd = out_fd if out_fd >= 0 else 1
         if stderr == subprocess.STDOUT:
             err_fd, err_file = out_fd, None
         else:
             err_fd, err_file = _output_file(stderr, capture_output, files)
-        fds = [in_fd, out_fd if out_fd >= 0 else 1, err_fd if err_fd >= 0 else 2]
+            err_fd = err_fd if err_fd >= 0 else 2
+        fds = [in_fd, out_fd, err_fd]
         returncode = _fork_and_wait(args, fds, cwd, env, timeout, (out_file, err_file), text)
         done = subprocess.CompletedProcess(
             args, returncode, _read_back(out_file, text), _read_back(err_file, text)
@@ -248,8 +253,7 @@ def _fork_and_wait(
         try:
             return int(_read_line(conn))
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            _kill(pid)
             conn.settimeout(_START_TIMEOUT_S)
             _read_line(conn)
             raise subprocess.TimeoutExpired(
@@ -258,6 +262,16 @@ def _fork_and_wait(
                 output=_read_back(outputs[0], text),
                 stderr=_read_back(outputs[1], text),
             ) from None
+        except BaseException:
+            # A test's own time limit, or Ctrl-C: the program ends with the
+            # wait, as `subprocess.run`'s does.
+            _kill(pid)
+            raise
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 # -- the server, in its own process ---------------------------------------------------
@@ -280,30 +294,38 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _child(request: dict[str, Any], fds: list[int], base_path: list[str]) -> None:
-    """Become the program: its streams, folder, environment, argv and path."""
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-    for fd in fds:
-        if fd > 2:
-            os.close(fd)
-    signal.set_wakeup_fd(-1)
-    for number in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    argv: list[str] = request["argv"]
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    code = 0
+def _child(request: dict[str, Any], fds: list[int], base_path: list[str]) -> int:
+    """Become the program (its streams, folder, environment, argv and path)
+    and run it; its exit code. The caller raises SystemExit with it, so the
+    interpreter ends as a program's does: non-daemon threads joined, atexit
+    run, files left open flushed."""
+    try:
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        signal.set_wakeup_fd(-1)
+        for number in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(number, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        argv: list[str] = request["argv"]
+        extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        # The program's own __main__, never the server's namespace.
+        main = type(sys)("__main__")
+        main.__dict__["__builtins__"] = __builtins__
+        sys.modules["__main__"] = main
+    except BaseException:
+        # Never back into the server's loop.
+        traceback.print_exc()
+        os._exit(1)
     try:
         if argv[0] == "-c":
             sys.argv = ["-c", *argv[2:]]
             sys.path[:] = ["", *extra, *base_path]
-            main = type(sys)("__main__")
-            main.__dict__["__builtins__"] = __builtins__
-            sys.modules["__main__"] = main
             exec(compile(argv[1], "<string>", "exec"), main.__dict__)
         elif argv[0] == "-m":
             import runpy
@@ -319,31 +341,34 @@ def _child(request: dict[str, Any], fds: list[int], base_path: list[str]) -> Non
             sys.path[:] = [os.path.dirname(script), *extra, *base_path]
             runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
-        code = _exit_code(exc)
+        return _exit_code(exc)
+    except KeyboardInterrupt:
+        # As the interpreter does: the program ends by the signal.
+        traceback.print_exc()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     except BaseException:
         traceback.print_exc()
-        code = 1
-    # As the interpreter ends: wait for non-daemon threads, run atexit, flush.
-    with contextlib.suppress(BaseException):
-        threading._shutdown()  # type: ignore[attr-defined]
-    with contextlib.suppress(BaseException):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(BaseException):
-            stream.flush()
-    os._exit(code)
+        return 1
+    return 0
 
 
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     header, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
-    (size,) = _HEADER.unpack(header)
-    body = b""
-    while len(body) < size:
-        chunk = conn.recv(size - len(body))
-        if not chunk:
-            raise EOFError("the caller went away")
-        body += chunk
-    return json.loads(body), fds
+    try:
+        (size,) = _HEADER.unpack(header)
+        body = b""
+        while len(body) < size:
+            chunk = conn.recv(size - len(body))
+            if not chunk:
+                raise EOFError("the caller went away")
+            body += chunk
+        return json.loads(body), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
 
 
 def serve(socket_path: str) -> None:
@@ -384,7 +409,7 @@ def serve(socket_path: str) -> None:
                     selector.close()
                     os.close(wake_read)
                     os.close(wake_write)
-                    _child(request, fds, base_path)
+                    raise SystemExit(_child(request, fds, base_path))
                 for fd in fds:
                     os.close(fd)
                 with contextlib.suppress(OSError):

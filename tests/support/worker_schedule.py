@@ -42,7 +42,13 @@ def grouped_load(config: Any, log: Any, group_of: Callable[[str], str | None]) -
                 self._reschedule(other)
             return crashed
 
+        # A replacement that has not finished collecting gets work when it
+        # has (pytest-xdist schedules every node then); handing it a unit
+        # before loses the unit.
+
         def _reschedule(self, node: Any) -> None:
+            if node not in self.registered_collections:
+                return
             super()._reschedule(node)
             while (
                 not node.shutting_down

@@ -46,12 +46,16 @@ def _describe(data: EventData, origin: str | None) -> str:
 class Replay:
     """The events an engine run wrote before this execution, not yet met again."""
 
-    __slots__ = ("_apply", "_pending")
+    __slots__ = ("_applied_ahead", "_apply", "_pending")
 
     def __init__(self, pending: Sequence[Event], apply: Apply) -> None:
         self._pending: deque[Event] = deque(pending)
         # Feeds the handle's fold: it stands where the run stands in its replay.
         self._apply = apply
+        # Call events applied as they reached the front, by type and call id:
+        # a batch made again (a decision, then the result it writes) meets
+        # its result here, applied when the decision before it was met.
+        self._applied_ahead: dict[tuple[type, str], Event] = {}
         self.flush_calls()
 
     @property
@@ -63,21 +67,31 @@ class Replay:
         """Apply the tool-call events at the front: they wait for no write."""
         pending = self._pending
         while pending and _is_call_event(pending[0].data):
-            self._apply(pending.popleft())
+            event = pending.popleft()
+            self._apply(event)
+            self._applied_ahead[(type(event.data), getattr(event.data, "call_id", ""))] = event
 
     def match(self, data: EventData, origin: str | None) -> Event | None:
         """The stored event this write is made again as, or None once the
         replay is done (the write is then new)."""
         pending = self._pending
-        if not pending:
-            return None
         if _is_call_event(data):
+            key = (type(data), getattr(data, "call_id", ""))
+            ahead = self._applied_ahead.pop(key, None)
+            if ahead is not None:
+                return ahead
+            if not pending:
+                return None
             # Looked up before the flush, which would apply (and drop) it.
-            found = self._call_event(type(data), getattr(data, "call_id", ""))
+            found = self._call_event(*key)
             self.flush_calls()
-            if found is None and pending:
+            if found is not None:
+                self._applied_ahead.pop(key, None)
+            elif pending:
                 self._diverged(data, origin)
             return found
+        if not pending:
+            return None
         self.flush_calls()
         if not pending:
             return None
