@@ -25,6 +25,9 @@ def bench(lengths: list[int], rounds: int) -> list[dict[str, Any]]:
     # The keys of `subjects` are display labels; row ids come from the task names.
     subjects = {
         "turnlog (barrier), reopened": ("marginal-turnlog", ".jsonl", 2_000, 5.0),
+        # A batch (`append_many`, as the peers' add_items takes a list) is
+        # checked on a scratch fold: its cost must not grow with the session.
+        "turnlog append_many of 2, reopened": ("marginal-turnlog-batch", ".jsonl", 2_000, 5.0),
         "openai-agents SQLiteSession.add_items": ("marginal-sqlite", ".db", 50, 5.0),
         "LangGraph SqliteSaver (checkpoint per message)": ("marginal-langgraph", ".db", 20, 6.0),
         "LangChain FileChatMessageHistory": ("marginal-langchain", ".json", 20, 6.0),
@@ -72,7 +75,7 @@ def bench(lengths: list[int], rounds: int) -> list[dict[str, Any]]:
 
 def prepare_marginal(task: str, path: Path, length: int, text: str) -> None:
     """A session of exactly `length` messages for one subject, made outside the clock."""
-    if task == "marginal-turnlog":
+    if task in ("marginal-turnlog", "marginal-turnlog-batch"):
         import turnlog
         from turnlog import events as ev
         from turnlog.stores.record import encode_line
@@ -104,7 +107,13 @@ def prepare_marginal(task: str, path: Path, length: int, text: str) -> None:
         path.write_text(json.dumps(messages_to_dict([HumanMessage(content=text)] * length)))
 
 
-@child_task("marginal-turnlog", "marginal-sqlite", "marginal-langgraph", "marginal-langchain")
+@child_task(
+    "marginal-turnlog",
+    "marginal-turnlog-batch",
+    "marginal-sqlite",
+    "marginal-langgraph",
+    "marginal-langchain",
+)
 def marginal_child(task: str, args: list[str]) -> dict[str, Any]:
     """Time `count` appends to a session that already holds its length, after
     one warm-up append to a scratch session of the same kind; the figure is
@@ -133,6 +142,15 @@ def marginal_child(task: str, args: list[str]) -> dict[str, Any]:
             warm.append(user)
         with turnlog.open(target) as log:
             seconds = timed(lambda i: log.append(user) and None)
+    elif task == "marginal-turnlog-batch":
+        import turnlog
+        from turnlog import events as ev
+
+        user = ev.UserMessage(content=text)
+        with turnlog.open(scratch) as warm:
+            warm.append_many([user, user])
+        with turnlog.open(target) as log:
+            seconds = timed(lambda i: log.append_many([user, user]) and None)
     elif task == "marginal-sqlite":
         from agents import SQLiteSession
 
