@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -115,6 +114,10 @@ class Fold(OpenTurnQuestions):
         messages are frozen, so the copy shares them (a copy of the list,
         not of each message): a batch costs the same on a long session as on
         a short one, where a deep copy made writing a session quadratic."""
+        # Imported here: a read-only command (`turnlog inspect`) never copies,
+        # and `copy` costs its cold start a failed import search.
+        import copy
+
         memo: dict[int, Any] = {id(self._messages): type(self._messages)(self._messages)}
         if self._snapshot is not None:
             memo[id(self._snapshot)] = self._snapshot
