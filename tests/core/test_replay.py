@@ -100,3 +100,14 @@ def test_a_decision_and_the_result_it_wrote_are_both_met_when_made_again() -> No
     assert replay.match(result, None) is events[2]
     # Met once: a later write of it is new (and the write order refuses it).
     assert replay.match(result, None) is None
+
+
+def test_a_call_event_applied_ahead_is_met_only_by_the_same_write() -> None:
+    """A result the replay applied as it reached the front is met by the
+    same result made again, never by a different write for the call."""
+    stored = ev.ToolResult(call_id="c1", name="a", content="A")
+    events = number([stored])[1:]
+    replay, applied = replay_of(events)
+    assert applied == events and replay.done
+    assert replay.match(ev.ToolResult(call_id="c1", name="a", content="other"), None) is None
+    assert replay.match(stored, None) is events[0]

@@ -77,9 +77,11 @@ class Replay:
         pending = self._pending
         if _is_call_event(data):
             key = (type(data), getattr(data, "call_id", ""))
-            ahead = self._applied_ahead.pop(key, None)
-            if ahead is not None:
-                return ahead
+            ahead = self._applied_ahead.get(key)
+            # Met only as it was written: a new write for the call (a rerun's
+            # dispatch, say) is not the stored one.
+            if ahead is not None and ahead.data == data:
+                return self._applied_ahead.pop(key)
             if not pending:
                 return None
             # Looked up before the flush, which would apply (and drop) it.

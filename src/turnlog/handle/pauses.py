@@ -137,10 +137,8 @@ def reject(
 ) -> list[Event]:
     """Record that the paused call must not run, and answer it (A1) in the
     same write: the model reads that a person declined it."""
-    _check_keeper(held, call_id, keeper)
-    with held.lock:
-        items, origin = _rejection(held, call_id, by, reason)
-        return held.append_many(items, origin=origin, sync=not held.never_sync)
+    record = DecisionRecord(Decision.REJECTED, call_id, by=by, reason=reason)
+    return decide_together(held, [record], keeper=keeper)
 
 
 def deliver(
@@ -154,18 +152,16 @@ def deliver(
 ) -> list[Event]:
     """Record the result an outside system (or a person) delivered for a
     paused `external` or `input` call, with who delivered it, in one write."""
-    _check_keeper(held, call_id, keeper)
-    with held.lock:
-        items, origin = _delivery(held, call_id, content, by, is_error)
-        return held.append_many(items, origin=origin, sync=not held.never_sync)
+    record = DecisionRecord(Decision.DELIVERED, call_id, by=by, content=content, is_error=is_error)
+    return decide_together(held, [record], keeper=keeper)
 
 
 @dataclass(frozen=True)
 class DecisionRecord:
-    """One decision to record with others: `verb` is "approve", "reject" or
-    "deliver"; `content` and `is_error` are a delivery's."""
+    """One decision to record; `reason` is an approval's or a rejection's,
+    `content` and `is_error` a delivery's."""
 
-    verb: str
+    decision: Decision
     call_id: str
     by: str | None = None
     reason: str | None = None
@@ -185,18 +181,13 @@ def decide_together(
         for record in records:
             _check_keeper(held, record.call_id, keeper)
             written: _Written
-            if record.verb == "approve":
+            if record.decision is Decision.APPROVED:
                 written = [_approval(record.call_id, record.by, record.reason)], None
-            elif record.verb == "reject":
+            elif record.decision is Decision.REJECTED:
                 written = _rejection(held, record.call_id, record.by, record.reason)
-            elif record.verb == "deliver":
+            else:
                 written = _delivery(
                     held, record.call_id, record.content, record.by, record.is_error
-                )
-            else:
-                raise UsageError(
-                    f"no decision {record.verb!r} for call {record.call_id!r}",
-                    hint='decide with "approve", "reject" or "deliver"',
                 )
             items += written[0]
             origins += [written[1]] * len(written[0])

@@ -93,18 +93,17 @@ def record_decisions(
         records = []
         for call_id, decision in decisions.items():
             _check_decision(waiting.get(call_id), call_id, decision)
-            if isinstance(decision, Approve):
-                record = DecisionRecord("approve", call_id, by=decision.by, reason=decision.reason)
-            elif isinstance(decision, Reject):
-                record = DecisionRecord("reject", call_id, by=decision.by, reason=decision.reason)
-            else:
+            kind = Decision(_DECISION_OF[type(decision)])
+            if isinstance(decision, Deliver):
                 record = DecisionRecord(
-                    "deliver",
+                    kind,
                     call_id,
                     by=decision.by,
                     content=decision.content,
                     is_error=decision.is_error,
                 )
+            else:
+                record = DecisionRecord(kind, call_id, by=decision.by, reason=decision.reason)
             records.append(record)
         if records:
             decide_together(log.held, records, keeper=keeper)
