@@ -22,6 +22,11 @@ sys.exit(int(sys.argv[-1]))
 RUNNERS = {"subprocess": subprocess.run, "forkserver": forkserver.run}
 
 
+def python_c(runner: str, code: str) -> subprocess.CompletedProcess[str]:
+    """`python -c CODE` by `runner`, its output captured as text."""
+    return RUNNERS[runner]([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
 @pytest.mark.parametrize("runner", RUNNERS)
 @pytest.mark.parametrize("how", ["-c", "script", "-m"])
 def test_a_program_sees_what_python_would_give_it(tmp_path: Path, runner: str, how: str) -> None:
@@ -56,18 +61,13 @@ def test_a_program_sees_what_python_would_give_it(tmp_path: Path, runner: str, h
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_a_program_that_kills_itself_reports_the_signal(runner: str) -> None:
     code = "import os, signal; print('before', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
-    done = RUNNERS[runner]([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = python_c(runner, code)
     assert (done.returncode, done.stdout) == (-9, "before\n")
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_an_uncaught_error_exits_one_with_its_traceback(runner: str) -> None:
-    done = RUNNERS[runner](
-        [sys.executable, "-c", "raise ValueError('boom')"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = python_c(runner, "raise ValueError('boom')")
     assert done.returncode == 1
     assert "ValueError: boom" in done.stderr
 
@@ -107,12 +107,7 @@ def test_a_file_left_open_is_flushed_at_the_end(tmp_path: Path, runner: str) -> 
 
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_ctrl_c_uncaught_ends_by_the_signal(runner: str) -> None:
-    done = RUNNERS[runner](
-        [sys.executable, "-c", "raise KeyboardInterrupt"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = python_c(runner, "raise KeyboardInterrupt")
     assert done.returncode == -2
 
 
